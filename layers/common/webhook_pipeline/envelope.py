@@ -1,0 +1,119 @@
+"""The SQS message the ingest function sends and the processor and replay function read.
+
+An envelope carries a verified delivery: who sent it, its delivery id, when it was received, the
+selected headers, and the body either inline (base64 of the raw bytes) or, above the inline
+threshold, as a claim-check pointer to an S3 object. ``body_size`` and ``body_sha256`` always
+describe the raw bytes so the processor can check the integrity of a claim-check body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from webhook_pipeline.errors import MalformedEnvelopeError
+
+SCHEMA_VERSION = 1
+
+
+class BodyPointer(BaseModel):
+    """Where a claim-check body lives in S3."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bucket: str
+    key: str
+
+
+class Envelope(BaseModel):
+    """A verified delivery on its way to the processor.
+
+    Attributes
+    ----------
+    schema_version : int
+        Envelope schema version (currently 1).
+    source : str
+        Source name.
+    delivery_id : str
+        The sender's delivery id (at most 256 characters).
+    received_at : datetime
+        When the ingest function received the request (UTC).
+    event_type : str | None
+        Event type, when the source defines where it is.
+    resource_key : str | None
+        The resource whose events must apply in order, when the source defines it.
+    sequence : int | None
+        The ordering value of this event for ``resource_key`` (greater is newer).
+    headers : dict[str, str]
+        Selected request headers, lower-cased names (never signature headers).
+    body_b64 : str | None
+        Base64 of the raw body bytes when the body is inline.
+    body_ref : BodyPointer | None
+        S3 location of the body when it was over the inline threshold (claim check).
+    body_size : int
+        Size of the raw body in bytes.
+    body_sha256 : str
+        Hex SHA-256 of the raw body bytes.
+    replay_count : int
+        How many times the replay function has sent this envelope back to the main queue.
+    gate : Literal["claimed", "bypassed", "replayed"]
+        Whether the Redis gate claimed this delivery, was bypassed (fail-open), or the envelope
+        came from a replay.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    source: str = Field(min_length=1, max_length=64)
+    delivery_id: str = Field(min_length=1, max_length=256)
+    received_at: datetime
+    event_type: str | None = None
+    resource_key: str | None = Field(default=None, max_length=1024)
+    sequence: int | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    body_b64: str | None = None
+    body_ref: BodyPointer | None = None
+    body_size: int = Field(ge=0)
+    body_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    replay_count: int = Field(default=0, ge=0)
+    gate: Literal["claimed", "bypassed", "replayed"] = "claimed"
+
+    @model_validator(mode="after")
+    def _one_body(self) -> Envelope:
+        if (self.body_b64 is None) == (self.body_ref is None):
+            raise ValueError("exactly one of body_b64 and body_ref")
+        if (self.resource_key is None) != (self.sequence is None):
+            raise ValueError("resource_key and sequence go together")
+        return self
+
+    def to_json(self) -> str:
+        """Serialize for an SQS message body (compact JSON)."""
+        return self.model_dump_json(exclude_none=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Envelope:
+        """Parse an SQS message body.
+
+        Raises
+        ------
+        MalformedEnvelopeError
+            Not JSON, or not a valid envelope of a known schema version.
+        """
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as exc:
+            raise MalformedEnvelopeError(f"not a valid envelope: {exc.error_count()} error(s): "
+                                         f"{exc.errors(include_url=False)[:3]}") from exc
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def utcnow() -> datetime:
+    """Timezone-aware current UTC time."""
+    return datetime.now(UTC)

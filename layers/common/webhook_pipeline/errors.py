@@ -1,0 +1,88 @@
+"""Typed errors of the pipeline, mapped to HTTP statuses or batch outcomes in one place each.
+
+The ingest handler maps :class:`IngestError` subclasses to statuses through their ``status``
+attribute; nothing maps errors by message text.
+"""
+
+from __future__ import annotations
+
+
+class PipelineError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigurationError(PipelineError):
+    """Invalid or missing configuration (sources file, settings, secrets). Fails the cold start."""
+
+
+class IngestError(PipelineError):
+    """An error that ends an ingest request with a definite HTTP status.
+
+    Attributes
+    ----------
+    status : int
+        The HTTP status the ingest handler answers with.
+    reason : str
+        A short, stable reason code safe to show the sender (no secrets, no internals).
+    """
+
+    status: int = 400
+    reason: str = "bad_request"
+
+    def __init__(self, reason: str | None = None, detail: str | None = None) -> None:
+        self.reason = reason or type(self).reason
+        self.detail = detail
+        super().__init__(detail or self.reason)
+
+
+class VerificationError(IngestError):
+    """Signature or timestamp rejected: 401 with a reason code.
+
+    Reason codes: ``signature_missing``, ``signature_invalid``, ``signature_malformed``,
+    ``timestamp_missing``, ``timestamp_invalid``, ``timestamp_stale``, ``timestamp_future``.
+    """
+
+    status = 401
+    reason = "signature_invalid"
+
+
+class TimestampError(VerificationError):
+    """The signed timestamp is missing, unparseable, too old or too far in the future."""
+
+    reason = "timestamp_invalid"
+
+
+class UnknownSourceError(IngestError):
+    """The ``{source}`` path segment names no enabled source: 404."""
+
+    status = 404
+    reason = "unknown_source"
+
+
+class BadDeliveryError(IngestError):
+    """Authentic, but no usable delivery id or malformed envelope fields: 400."""
+
+    status = 400
+    reason = "bad_delivery"
+
+
+class PayloadTooLargeError(IngestError):
+    """Body over the configured maximum: 413."""
+
+    status = 413
+    reason = "payload_too_large"
+
+
+class EnqueueError(IngestError):
+    """The queue (or the claim-check bucket) did not accept the delivery: 503 + Retry-After."""
+
+    status = 503
+    reason = "enqueue_failed"
+
+
+class GateUnavailableError(PipelineError):
+    """Redis did not answer within its timeout (connection refused, timeout, protocol error)."""
+
+
+class MalformedEnvelopeError(PipelineError):
+    """An SQS message body is not a valid envelope (poison): it reaches the DLQ through redrive."""

@@ -1,0 +1,117 @@
+"""The raw HTTP request a webhook arrives as, built from API Gateway proxy events.
+
+Both API Gateway HTTP API (payload format 2.0) and REST API (1.0) proxy events are accepted.
+Bodies are kept as the exact received bytes (base64-decoded when ``isBase64Encoded``): signatures
+are computed over those bytes, never over re-serialized JSON (case C01).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import (
+    APIGatewayProxyEvent,
+    APIGatewayProxyEventV2,
+)
+
+from webhook_pipeline.errors import BadDeliveryError
+
+
+@dataclass(frozen=True)
+class WebhookRequest:
+    """A webhook request as received, independent of the API Gateway payload format.
+
+    Attributes
+    ----------
+    method : str
+        Upper-case HTTP method.
+    source : str
+        The ``{source}`` path parameter (empty when absent).
+    headers : Mapping[str, str]
+        Header names lower-cased; repeated headers joined with ``","`` as API Gateway HTTP API
+        does (so ``Stripe-Signature`` sent twice reads ``"t=..,v1=..,t=..,v1=.."``).
+    body : bytes
+        The exact received body bytes.
+    query : Mapping[str, str]
+        Query string parameters (last value wins for repeats).
+    """
+
+    method: str
+    source: str
+    headers: Mapping[str, str]
+    body: bytes
+    query: Mapping[str, str] = field(default_factory=dict)
+
+    def header(self, name: str) -> str | None:
+        """Return the header ``name`` (any case) or ``None`` when absent."""
+        return self.headers.get(name.lower())
+
+
+def _fold_headers(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    folded: dict[str, str] = {}
+    for name, value in pairs:
+        key = name.lower()
+        folded[key] = f"{folded[key]},{value}" if key in folded else value
+    return folded
+
+
+def _decode_body(body: str | None, is_base64: bool) -> bytes:
+    if body is None:
+        return b""
+    if not is_base64:
+        return body.encode("utf-8")
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadDeliveryError("body_not_base64", "isBase64Encoded body is not valid base64") from exc
+
+
+def request_from_event(event: Mapping[str, Any]) -> WebhookRequest:
+    """Build a :class:`WebhookRequest` from an API Gateway proxy event (2.0 or 1.0).
+
+    Parameters
+    ----------
+    event : Mapping[str, Any]
+        The Lambda event of an HTTP API (``"version": "2.0"``) or REST API (1.0) proxy
+        integration.
+
+    Returns
+    -------
+    WebhookRequest
+
+    Raises
+    ------
+    BadDeliveryError
+        When ``isBase64Encoded`` is true but the body is not valid base64.
+    """
+    raw = dict(event)
+    if raw.get("version") == "2.0":
+        v2 = APIGatewayProxyEventV2(raw)
+        method = v2.request_context.http.method
+        pairs = list((v2.headers or {}).items())
+        # HTTP API 2.0 carries cookies outside the headers; signatures never cover them.
+        query = dict(v2.query_string_parameters or {})
+        is_b64 = v2.is_base64_encoded
+        params = v2.path_parameters or {}
+    else:
+        v1 = APIGatewayProxyEvent(raw)
+        method = v1.http_method
+        multi = v1.multi_value_headers or {}
+        if multi:
+            pairs = [(k, v) for k, values in multi.items() for v in (values or [])]
+        else:
+            pairs = list((v1.headers or {}).items())
+        query = dict(v1.query_string_parameters or {})
+        is_b64 = bool(v1.is_base64_encoded)
+        params = v1.path_parameters or {}
+    return WebhookRequest(
+        method=(method or "POST").upper(),
+        source=str(params.get("source", "")),
+        headers=_fold_headers([(str(k), str(v)) for k, v in pairs]),
+        body=_decode_body(raw.get("body"), bool(is_b64)),
+        query=query,
+    )

@@ -1,0 +1,48 @@
+"""Shared observability: one Powertools Logger, Metrics (EMF) and Tracer for every function.
+
+Service name comes from ``POWERTOOLS_SERVICE_NAME`` (one per function in the template); all
+metrics go to the one namespace ``POWERTOOLS_METRICS_NAMESPACE`` (default ``WebhookPipeline``).
+Handlers append ``source`` and ``delivery_id`` as logger keys so every line carries them.
+Never log a secret, a full signature or a body.
+"""
+
+from __future__ import annotations
+
+import os
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "WebhookPipeline")
+
+logger = Logger()
+metrics = Metrics(namespace=NAMESPACE)
+tracer = Tracer()
+
+
+class MetricName:
+    """Metric names of the pipeline (one namespace). Alarms in template.yaml refer to these."""
+
+    ACCEPTED = "Accepted"
+    DUPLICATE_DISCARDED = "DuplicateDiscarded"
+    SIGNATURE_INVALID = "SignatureInvalid"
+    TIMESTAMP_REJECTED = "TimestampRejected"
+    GATE_UNAVAILABLE = "GateUnavailable"
+    ENQUEUE_FAILED = "EnqueueFailed"
+    VERIFIED_WITH_PREVIOUS_SECRET = "VerifiedWithPreviousSecret"
+    CLAIM_RELEASED = "ClaimReleased"
+    ACK_LATENCY = "AckLatency"
+    APPLIED = "Applied"
+    DUPLICATE = "Duplicate"
+    STALE = "Stale"
+    RETRY = "Retry"
+    MALFORMED = "Malformed"
+    REPLAYED = "Replayed"
+
+
+def count(name: str, value: float = 1) -> None:
+    """Add ``value`` to the count metric ``name`` (flushed by ``@metrics.log_metrics``)."""
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+__all__ = ["NAMESPACE", "MetricName", "MetricUnit", "count", "logger", "metrics", "tracer"]

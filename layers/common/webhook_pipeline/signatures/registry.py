@@ -1,0 +1,32 @@
+"""Registry of signature schemes by name (the ``scheme`` of a source).
+
+Adding a provider: write ``signatures/<provider>.py`` with a :class:`SignatureScheme` subclass,
+import it here and add it to ``SCHEMES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook_pipeline.signatures.base import SignatureScheme
+
+SCHEMES: dict[str, type[SignatureScheme]] = {}
+
+
+def build_scheme(name: str, options: Mapping[str, Any] | None = None,
+                 tolerance_seconds: int | None = None) -> SignatureScheme:
+    """Instantiate the scheme ``name`` with its source's options and tolerance (seconds).
+
+    Raises
+    ------
+    ConfigurationError
+        Unknown scheme name or invalid options.
+    """
+    from webhook_pipeline.errors import ConfigurationError
+
+    try:
+        cls = SCHEMES[name]
+    except KeyError as exc:
+        raise ConfigurationError(f"unknown signature scheme {name!r}; known: {sorted(SCHEMES)}") from exc
+    return cls(options, tolerance_seconds)
