@@ -1,0 +1,79 @@
+# Targets named for what a person wants. The venv is made with the pinned Python (.python-version).
+PYTHON ?= $(shell command -v python3.13 2>/dev/null || echo python3)
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP_LOCAL := $(VENV)/.installed-local
+STAMP_DEV   := $(VENV)/.installed-dev
+
+.PHONY: help install install-dev run demo send test test-unit test-integration test-e2e test-template \
+        test-docker lint format typecheck bench build validate deploy clean
+
+help:  ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP_LOCAL): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[local]'
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@ $(STAMP_LOCAL)
+
+install: $(STAMP_LOCAL)  ## install what `make run` needs into .venv
+install-dev: $(STAMP_DEV)  ## install what `make test` needs into .venv
+
+run: $(STAMP_LOCAL)  ## start the whole pipeline locally (Redis, moto, ingest on :3000, processor poller)
+	$(VENV)/bin/webhook-pipeline local run
+
+demo: $(STAMP_LOCAL)  ## run a short mixed scenario against the local stack (starts it if needed)
+	$(VENV)/bin/webhook-pipeline local demo
+
+test: $(STAMP_DEV)  ## run every test tier (needs redis-server on PATH; Docker tests skip with a reason)
+	$(PY) -m pytest
+
+test-unit: $(STAMP_DEV)
+	$(PY) -m pytest tests/unit
+
+test-integration: $(STAMP_DEV)
+	$(PY) -m pytest tests/integration
+
+test-e2e: $(STAMP_DEV)
+	$(PY) -m pytest tests/e2e
+
+test-template: $(STAMP_DEV)
+	$(PY) -m pytest tests/template
+
+test-docker: $(STAMP_DEV)  ## sam build + sam local invoke in a Lambda container (starts Docker via ../shared/tools/lambda-image.sh)
+	RUN_DOCKER_TESTS=1 $(PY) -m pytest -m docker tests/template
+
+lint: $(STAMP_DEV)  ## ruff, cfn-lint, sam validate --lint
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/cfn-lint template.yaml
+	$(VENV)/bin/sam validate --lint
+
+format: $(STAMP_DEV)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+typecheck: $(STAMP_DEV)
+	$(VENV)/bin/mypy layers/common/webhook_pipeline
+
+bench: $(STAMP_DEV)  ## benchmarks; figures written to bench/results/
+	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f; done
+
+build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)
+	$(VENV)/bin/sam build
+
+validate: $(STAMP_DEV)
+	$(VENV)/bin/sam validate --lint
+
+deploy: build  ## sam deploy --guided (first time) using samconfig.toml
+	$(VENV)/bin/sam deploy --guided
+
+clean:
+	rm -rf .aws-sam .pytest_cache .ruff_cache .mypy_cache
