@@ -86,3 +86,26 @@ class GateUnavailableError(PipelineError):
 
 class MalformedEnvelopeError(PipelineError):
     """An SQS message body is not a valid envelope (poison): it reaches the DLQ through redrive."""
+
+
+class TransientError(PipelineError):
+    """A dependency failed in a way a later attempt may not (throttling, transaction conflict,
+    timeout, 5xx). The processor reports the record in ``batchItemFailures`` (outcome ``retry``)."""
+
+
+class StoreBugError(PipelineError):
+    """The database rejected a request as invalid (``ValidationException``, access denied, missing
+    table): a bug or a misconfiguration. Never treated as a duplicate or stale; logged at ERROR."""
+
+
+class PayloadIntegrityError(MalformedEnvelopeError):
+    """A body does not match the envelope's ``body_size``/``body_sha256``, or its claim-check
+    object no longer exists (poison: it reaches the DLQ through redrive)."""
+
+
+class PayloadUnavailableError(TransientError):
+    """S3 did not accept or serve a claim-check body (throttling, timeout, 5xx)."""
+
+
+class HookError(TransientError):
+    """A user hook raised; the delivery stays recorded and only the hook runs again on retry."""

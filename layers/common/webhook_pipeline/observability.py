@@ -38,6 +38,9 @@ class MetricName:
     RETRY = "Retry"
     MALFORMED = "Malformed"
     REPLAYED = "Replayed"
+    PROCESSOR_BUG = "ProcessorBug"
+    HOOK_FAILED = "HookFailed"
+    HOOK_COMPLETED = "HookCompleted"
 
 
 def count(name: str, value: float = 1) -> None:
