@@ -7,13 +7,17 @@ timestamp, checks freshness in both directions with the provider's tolerance and
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import hmac
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from webhook_pipeline.errors import TimestampError
+from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest
 
 
@@ -44,14 +48,38 @@ class SignatureScheme(ABC):
     default_tolerance_seconds : int | None
         Freshness tolerance when the source sets none; ``None`` for schemes without a signed
         timestamp.
+    option_names : frozenset[str]
+        The ``scheme_options`` keys the scheme understands; any other key is a configuration
+        error (a typo must not silently fall back to a default).
+
+    Raises
+    ------
+    ConfigurationError
+        From the constructor: an unknown option key, or a tolerance that is not a positive
+        integer.
     """
 
     name: ClassVar[str]
     default_tolerance_seconds: ClassVar[int | None] = None
+    option_names: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, options: Mapping[str, Any] | None = None,
                  tolerance_seconds: int | None = None) -> None:
         self.options = dict(options or {})
+        unknown = sorted(set(self.options) - self.option_names)
+        if unknown:
+            raise ConfigurationError(
+                f"signature scheme {self.name!r}: unknown option(s) {unknown}; "
+                f"known: {sorted(self.option_names)}"
+            )
+        if tolerance_seconds is not None and (
+            isinstance(tolerance_seconds, bool)
+            or not isinstance(tolerance_seconds, int)
+            or tolerance_seconds <= 0
+        ):
+            raise ConfigurationError(
+                f"signature scheme {self.name!r}: tolerance_seconds must be a positive integer"
+            )
         self.tolerance_seconds = (
             tolerance_seconds if tolerance_seconds is not None else self.default_tolerance_seconds
         )
@@ -80,6 +108,28 @@ class SignatureScheme(ABC):
         TimestampError
             Timestamp missing, not a plain integer, stale or in the future.
         """
+
+    def check_fresh(self, timestamp_seconds: float, now: float) -> None:
+        """Check a signed timestamp (in seconds) against ``now`` with this scheme's tolerance.
+
+        Raises
+        ------
+        TimestampError
+            ``timestamp_stale`` or ``timestamp_future``.
+        ConfigurationError
+            The scheme has no tolerance (a scheme without a signed timestamp called this).
+        """
+        if self.tolerance_seconds is None:
+            raise ConfigurationError(f"signature scheme {self.name!r} has no timestamp tolerance")
+        check_freshness(timestamp_seconds, now, self.tolerance_seconds)
+
+    def handshake(self, request: WebhookRequest) -> dict[str, Any] | None:
+        """Answer a provider's verification handshake, if ``request`` (already verified) is one.
+
+        Returns the JSON body of a 200 answer (e.g. Slack's ``url_verification`` challenge), or
+        ``None`` for an ordinary delivery. The default: no handshake.
+        """
+        return None
 
     @abstractmethod
     def sign(self, body: bytes, secret: str, *, timestamp: int, delivery_id: str) -> dict[str, str]:
@@ -129,3 +179,115 @@ def check_freshness(timestamp_seconds: float, now: float, tolerance_seconds: int
         raise TimestampError("timestamp_stale")
     if timestamp_seconds > now + tolerance_seconds:
         raise TimestampError("timestamp_future")
+
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+
+#: Digest constructors by the names sources may use.
+DIGESTS: Mapping[str, Callable[[], Any]] = {
+    "sha1": hashlib.sha1,
+    "sha256": hashlib.sha256,
+    "sha512": hashlib.sha512,
+}
+
+
+def signature_header(request: WebhookRequest, name: str) -> str:
+    """Return the signature header ``name`` (any case) as an ASCII string.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_missing`` when absent or empty, ``signature_malformed`` when the value holds
+        non-ASCII characters (never a ``KeyError`` or ``UnicodeEncodeError``).
+    """
+    value = request.header(name)
+    if value is None or value == "":
+        raise VerificationError("signature_missing", f"{name} header missing")
+    if not value.isascii():
+        raise VerificationError("signature_malformed", f"{name} header is not ASCII")
+    return value
+
+
+def timestamp_header(request: WebhookRequest, name: str) -> tuple[str, int]:
+    """Return the timestamp header ``name`` as sent and as an integer (the scheme's unit).
+
+    Returns
+    -------
+    tuple[str, int]
+        The raw ASCII digits (what the sender signed) and their value.
+
+    Raises
+    ------
+    TimestampError
+        ``timestamp_missing`` (absent or empty), ``timestamp_invalid`` (anything but plain
+        ASCII digits, see :func:`parse_plain_int`).
+    """
+    raw = request.header(name)
+    value = parse_plain_int(raw)
+    return str(raw), value
+
+
+def decode_hex(value: str) -> bytes | None:
+    """Decode a hex digest (either case), or return ``None`` when it is not strictly hex.
+
+    Unlike ``bytes.fromhex`` no whitespace is allowed.
+    """
+    if len(value) % 2 or not _HEX.fullmatch(value):
+        return None
+    return bytes.fromhex(value)
+
+
+def decode_base64(value: str) -> bytes | None:
+    """Decode standard, padded base64, or return ``None`` when it is not strictly that."""
+    if len(value) % 4 or not _BASE64.fullmatch(value):
+        return None
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def hmac_digest(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:
+    """HMAC of ``message`` with ``key`` using ``algorithm`` (a key of :data:`DIGESTS`)."""
+    return hmac.new(key, message, DIGESTS[algorithm]).digest()
+
+
+def match_secrets(secrets: Sequence[str], expected: Callable[[str], bytes],
+                  candidates: Iterable[bytes]) -> int:
+    """Return the index of the first secret whose digest equals one of ``candidates``.
+
+    Parameters
+    ----------
+    secrets : Sequence[str]
+        Current secret first, then the previous one.
+    expected : Callable[[str], bytes]
+        Computes the raw digest the sender would have produced with one secret.
+    candidates : Iterable[bytes]
+        Raw (decoded) signatures taken from the request.
+
+    Returns
+    -------
+    int
+        Index into ``secrets`` of the secret that matched.
+
+    Raises
+    ------
+    ConfigurationError
+        No secret at all, or an empty one (a misconfigured source must fail loudly, not answer
+        401 to every sender).
+    VerificationError
+        ``signature_invalid`` when no secret matches any candidate.
+    """
+    if not secrets or any(not s for s in secrets):
+        raise ConfigurationError("signature verification needs at least one non-empty secret")
+    wanted = list(candidates)
+    for index, secret in enumerate(secrets):
+        digest = expected(secret)
+        # Compare against every candidate (no early exit on the first mismatch).
+        matched = False
+        for candidate in wanted:
+            matched |= constant_time_equal(digest, candidate)
+        if matched:
+            return index
+    raise VerificationError("signature_invalid")

@@ -10,8 +10,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook_pipeline.signatures.base import SignatureScheme
+from webhook_pipeline.signatures.generic_hmac import GenericHmacScheme
+from webhook_pipeline.signatures.github import GitHubScheme
+from webhook_pipeline.signatures.shopify import ShopifyScheme
+from webhook_pipeline.signatures.slack import SlackScheme
+from webhook_pipeline.signatures.standard_webhooks import StandardWebhooksScheme
+from webhook_pipeline.signatures.stripe import StripeScheme
 
-SCHEMES: dict[str, type[SignatureScheme]] = {}
+SCHEMES: dict[str, type[SignatureScheme]] = {
+    cls.name: cls
+    for cls in (
+        StripeScheme,
+        GitHubScheme,
+        StandardWebhooksScheme,
+        SlackScheme,
+        ShopifyScheme,
+        GenericHmacScheme,
+    )
+}
 
 
 def build_scheme(name: str, options: Mapping[str, Any] | None = None,
@@ -28,5 +44,7 @@ def build_scheme(name: str, options: Mapping[str, Any] | None = None,
     try:
         cls = SCHEMES[name]
     except KeyError as exc:
-        raise ConfigurationError(f"unknown signature scheme {name!r}; known: {sorted(SCHEMES)}") from exc
+        raise ConfigurationError(
+            f"unknown signature scheme {name!r}; known: {sorted(SCHEMES)}"
+        ) from exc
     return cls(options, tolerance_seconds)
