@@ -105,8 +105,10 @@ class Envelope(BaseModel):
         try:
             return cls.model_validate_json(text)
         except ValidationError as exc:
-            raise MalformedEnvelopeError(f"not a valid envelope: {exc.error_count()} error(s): "
-                                         f"{exc.errors(include_url=False)[:3]}") from exc
+            raise MalformedEnvelopeError(
+                f"not a valid envelope: {exc.error_count()} error(s): "
+                f"{exc.errors(include_url=False)[:3]}"
+            ) from exc
 
 
 def sha256_hex(data: bytes) -> str:

@@ -67,7 +67,9 @@ def _decode_body(body: str | None, is_base64: bool) -> bytes:
     try:
         return base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise BadDeliveryError("body_not_base64", "isBase64Encoded body is not valid base64") from exc
+        raise BadDeliveryError(
+            "body_not_base64", "isBase64Encoded body is not valid base64"
+        ) from exc
 
 
 def request_from_event(event: Mapping[str, Any]) -> WebhookRequest:

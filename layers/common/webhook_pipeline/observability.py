@@ -29,7 +29,7 @@ class MetricName:
     TIMESTAMP_REJECTED = "TimestampRejected"
     GATE_UNAVAILABLE = "GateUnavailable"
     ENQUEUE_FAILED = "EnqueueFailed"
-    VERIFIED_WITH_PREVIOUS_SECRET = "VerifiedWithPreviousSecret"
+    VERIFIED_WITH_PREVIOUS_SECRET = "VerifiedWithPreviousSecret"  # noqa: S105 - a metric name
     CLAIM_RELEASED = "ClaimReleased"
     ACK_LATENCY = "AckLatency"
     APPLIED = "Applied"

@@ -135,7 +135,9 @@ class SourcesFile(BaseModel):
     sources: dict[str, Source]
 
 
-def parse_sources(data: Mapping[str, Any], known_schemes: set[str] | None = None) -> dict[str, Source]:
+def parse_sources(
+    data: Mapping[str, Any], known_schemes: set[str] | None = None
+) -> dict[str, Source]:
     """Validate a parsed sources document and return the sources by name.
 
     Raises
@@ -157,15 +159,20 @@ def parse_sources(data: Mapping[str, Any], known_schemes: set[str] | None = None
     except ValidationError as exc:
         raise ConfigurationError(f"sources file is invalid:\n{exc}") from exc
     if known_schemes is not None:
-        unknown = {s.name: s.scheme for s in parsed.sources.values() if s.scheme not in known_schemes}
+        unknown = {
+            s.name: s.scheme for s in parsed.sources.values() if s.scheme not in known_schemes
+        }
         if unknown:
             raise ConfigurationError(
-                f"sources file: unknown signature scheme(s) {unknown}; known: {sorted(known_schemes)}"
+                f"sources file: unknown signature scheme(s) {unknown}; "
+                f"known: {sorted(known_schemes)}"
             )
     return parsed.sources
 
 
-def load_sources(path: str | Path | None = None, known_schemes: set[str] | None = None) -> dict[str, Source]:
+def load_sources(
+    path: str | Path | None = None, known_schemes: set[str] | None = None
+) -> dict[str, Source]:
     """Read and validate the TOML sources file at ``path`` (default: next to the package).
 
     Raises

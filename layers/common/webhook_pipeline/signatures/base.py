@@ -63,8 +63,9 @@ class SignatureScheme(ABC):
     default_tolerance_seconds: ClassVar[int | None] = None
     option_names: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, options: Mapping[str, Any] | None = None,
-                 tolerance_seconds: int | None = None) -> None:
+    def __init__(
+        self, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
+    ) -> None:
         self.options = dict(options or {})
         unknown = sorted(set(self.options) - self.option_names)
         if unknown:
@@ -253,8 +254,9 @@ def hmac_digest(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:
     return hmac.new(key, message, DIGESTS[algorithm]).digest()
 
 
-def match_secrets(secrets: Sequence[str], expected: Callable[[str], bytes],
-                  candidates: Iterable[bytes]) -> int:
+def match_secrets(
+    secrets: Sequence[str], expected: Callable[[str], bytes], candidates: Iterable[bytes]
+) -> int:
     """Return the index of the first secret whose digest equals one of ``candidates``.
 
     Parameters

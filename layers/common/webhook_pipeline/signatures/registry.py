@@ -30,8 +30,9 @@ SCHEMES: dict[str, type[SignatureScheme]] = {
 }
 
 
-def build_scheme(name: str, options: Mapping[str, Any] | None = None,
-                 tolerance_seconds: int | None = None) -> SignatureScheme:
+def build_scheme(
+    name: str, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
+) -> SignatureScheme:
     """Instantiate the scheme ``name`` with its source's options and tolerance (seconds).
 
     Raises

@@ -1,0 +1,120 @@
+"""IngestFunction: POST /webhooks/{source} -> verify, claim, enqueue, acknowledge.
+
+Thin handler: settings and sources are validated at cold start (a bad configuration fails the
+init loudly); AWS and Redis clients are created once per container on first use; the use case is
+:class:`webhook_pipeline.ingest.IngestService`; errors map to HTTP statuses in
+:func:`error_response` only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.parameters import SecretsProvider
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.config import Config
+from webhook_pipeline.errors import IngestError
+from webhook_pipeline.gate import CircuitBreaker, RedisGate, redis_client
+from webhook_pipeline.http import request_from_event
+from webhook_pipeline.ingest import IngestPolicy, IngestResult, IngestService
+from webhook_pipeline.observability import MetricName, MetricUnit, logger, metrics, tracer
+from webhook_pipeline.payloads import S3PayloadStore
+from webhook_pipeline.queue import SqsQueue
+from webhook_pipeline.secrets import SecretsManagerStore
+from webhook_pipeline.settings import IngestSettings
+from webhook_pipeline.signatures import SCHEMES, build_scheme
+from webhook_pipeline.sources import load_sources
+
+settings = IngestSettings()  # type: ignore[call-arg]  # from the environment; fails the init if invalid
+SOURCES = load_sources(settings.sources_file, known_schemes=set(SCHEMES))
+SCHEME_BY_SOURCE = {
+    name: build_scheme(src.scheme, src.scheme_options, src.tolerance_seconds)
+    for name, src in SOURCES.items()
+}
+
+# Short timeouts: the sender is waiting. Standard retry mode retries throttling and 5xx.
+AWS_CONFIG = Config(
+    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "max_attempts": 3}
+)
+
+
+@functools.cache
+def service() -> IngestService:
+    """The wired use case, built once per container on first use."""
+    session = boto3.session.Session()
+    gate = RedisGate(
+        redis_client(
+            settings.redis_url, settings.redis_connect_timeout_ms, settings.redis_read_timeout_ms
+        )
+    )
+    return IngestService(
+        sources=SOURCES,
+        schemes=SCHEME_BY_SOURCE,
+        secrets=SecretsManagerStore(
+            prefix=settings.secrets_prefix,
+            provider=SecretsProvider(
+                boto3_client=session.client("secretsmanager", config=AWS_CONFIG)
+            ),
+            max_age_seconds=settings.secrets_max_age_seconds,
+        ),
+        gate=gate,
+        queue=SqsQueue(session.client("sqs", config=AWS_CONFIG), settings.queue_url),
+        payloads=S3PayloadStore(session.client("s3", config=AWS_CONFIG), settings.payload_bucket),
+        policy=IngestPolicy(
+            claim_ttl_seconds=settings.claim_ttl_seconds,
+            dedup_ttl_seconds=settings.dedup_ttl_seconds,
+            max_body_bytes=settings.max_body_bytes,
+            inline_body_max_bytes=settings.inline_body_max_bytes,
+            fail_open=settings.gate_fail_mode == "open",
+            redis_key_prefix=settings.redis_key_prefix,
+        ),
+        breaker=CircuitBreaker(cooldown_seconds=settings.gate_cooldown_seconds),
+    )
+
+
+def json_response(
+    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """An API Gateway proxy response with a JSON body."""
+    return {
+        "statusCode": status,
+        "headers": {"content-type": "application/json", **(headers or {})},
+        "body": json.dumps(body, separators=(",", ":")),
+    }
+
+
+def error_response(error: IngestError) -> dict[str, Any]:
+    """Map a typed ingest error to its HTTP answer (the one place that does)."""
+    headers = {"retry-after": str(settings.retry_after_seconds)} if error.status == 503 else None
+    return json_response(error.status, {"status": "rejected", "reason": error.reason}, headers)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Handle one API Gateway (HTTP API 2.0 or REST 1.0) proxy event.
+
+    Returns an API Gateway proxy response: 202/200 with ``{"status", "delivery_id"}``, or
+    401/404/400/413/503 with ``{"status": "rejected", "reason": <code>}`` (503 adds
+    ``Retry-After`` in seconds). Unexpected errors propagate (API Gateway answers 500 and the
+    sender retries; the ingest 5xx alarm fires).
+    """
+    started = time.perf_counter()
+    try:
+        request = request_from_event(event)
+        logger.append_keys(source=request.source)
+        result: IngestResult = service().handle(request)
+        response = json_response(result.status, result.body)
+    except IngestError as error:
+        response = error_response(error)
+    metrics.add_metric(
+        name=MetricName.ACK_LATENCY,
+        unit=MetricUnit.Milliseconds,
+        value=round((time.perf_counter() - started) * 1000, 3),
+    )
+    return response
