@@ -1,0 +1,156 @@
+"""ReplayFunction: move dead-lettered deliveries back to the main queue (operator-invoked).
+
+No event source: an operator invokes it (``sam remote invoke ReplayFunction -e
+events/replay-dry-run.json`` or ``webhook-pipeline replay --via-function``). The event is the
+replay request (:class:`webhook_pipeline.replay.ReplayRequest`)::
+
+    {"max_messages": 100, "dry_run": true, "rate_per_second": 10,
+     "filter": {"source": "stripe", "event_type": "invoice.paid",
+                "received_after": "2024-05-01T00:00:00Z",
+                "received_before": "2024-05-02T00:00:00Z"}}
+
+Every key is optional; ``{}`` replays up to 100 messages of any kind at full speed.
+
+Returns the report ``{examined, matched, replayed, skipped, failed, malformed, delete_failed,
+dry_run, remaining, complete, stopped[, would_replay][, error]}`` (see
+:class:`webhook_pipeline.replay.ReplayReport`). ``complete`` is false and ``stopped`` says why when
+the run ended early (``time_limit``: it stopped ``SAFETY_MARGIN_MS`` before the function's own
+timeout; invoke again to continue).
+
+Bad input is not a report: the handler raises :class:`InvalidReplayRequestError`, so the
+invocation fails with ``errorType: InvalidReplayRequestError`` and an ``errorMessage`` listing
+every problem (``filter.received_after: ...; max_messages: ...``), which ``sam remote invoke``
+and the CLI show as is, and nothing is received from the DLQ.
+
+Environment (validated once at cold start; a missing value fails the init):
+``QUEUE_URL`` (main queue), ``DLQ_URL`` (dead-letter queue); tuning: ``SAFETY_MARGIN_MS``
+(default 10000), ``RECEIVE_WAIT_SECONDS`` (long poll of each DLQ receive, default 1),
+``AWS_CONNECT_TIMEOUT_SECONDS`` (2), ``AWS_READ_TIMEOUT_SECONDS`` (30), ``AWS_MAX_ATTEMPTS`` (3).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.config import Config
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from webhook_pipeline.errors import ConfigurationError
+from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
+from webhook_pipeline.replay import (
+    InvalidReplayRequestError,
+    MessageResult,
+    ReplayRequest,
+    replay,
+)
+from webhook_pipeline.sqs_dlq import SqsDeadLetterQueue, SqsReplaySender
+
+
+class ReplaySettings(BaseSettings):
+    """Environment of ReplayFunction (names are the upper-case field names).
+
+    Attributes
+    ----------
+    queue_url : str
+        ``QUEUE_URL``: the main queue replays are sent to.
+    dlq_url : str
+        ``DLQ_URL``: the dead-letter queue replays are read from.
+    safety_margin_ms : int
+        Milliseconds kept before the function timeout (1000..300000, default 10000).
+    receive_wait_seconds : int
+        Long-poll wait of each DLQ receive in seconds (0..20, default 1).
+    aws_connect_timeout_seconds, aws_read_timeout_seconds : float
+        botocore timeouts in seconds (read must exceed ``receive_wait_seconds``).
+    aws_max_attempts : int
+        botocore ``standard`` retry mode total attempts per request.
+    """
+
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+
+    queue_url: str = Field(min_length=1)
+    dlq_url: str = Field(min_length=1)
+    safety_margin_ms: int = Field(default=10_000, ge=1_000, le=300_000)
+    receive_wait_seconds: int = Field(default=1, ge=0, le=20)
+    aws_connect_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
+    aws_read_timeout_seconds: float = Field(default=30.0, gt=0, le=60)
+    aws_max_attempts: int = Field(default=3, ge=1, le=10)
+
+    @classmethod
+    def load(cls) -> ReplaySettings:
+        """Read and validate the environment (raises :class:`ConfigurationError`)."""
+        try:
+            return cls()  # type: ignore[call-arg]
+        except ValidationError as exc:
+            raise ConfigurationError(f"replay settings are invalid:\n{exc}") from exc
+
+
+settings = ReplaySettings.load()
+
+
+@cache
+def sqs_client() -> Any:
+    """The SQS client, created once per container with explicit timeouts and retries."""
+    return boto3.client(
+        "sqs",
+        config=Config(
+            connect_timeout=settings.aws_connect_timeout_seconds,
+            read_timeout=settings.aws_read_timeout_seconds,
+            retries={"mode": "standard", "max_attempts": settings.aws_max_attempts},
+        ),
+    )
+
+
+def _log_message(result: MessageResult) -> None:
+    envelope = result.envelope
+    fields = {
+        "message_id": result.message.message_id,
+        "outcome": result.outcome,
+        "source": envelope.source if envelope else None,
+        "delivery_id": envelope.delivery_id if envelope else None,
+    }
+    if result.outcome in ("failed", "malformed", "delete_failed"):
+        logger.warning("replay: message not moved", reason=result.reason, **fields)
+    else:
+        logger.debug("replay: message examined", **fields)
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: Any, context: LambdaContext) -> dict[str, Any]:
+    """Run one replay and return its report (see the module docstring).
+
+    Raises
+    ------
+    InvalidReplayRequestError
+        The event is not a valid replay request; nothing was touched.
+    """
+    try:
+        request = ReplayRequest.parse(event)
+    except InvalidReplayRequestError as exc:
+        logger.warning("replay: invalid request", error=str(exc))
+        raise
+    logger.info(
+        "replay: start",
+        dry_run=request.dry_run,
+        max_messages=request.max_messages,
+        rate_per_second=request.rate_per_second,
+        filter=request.filter.describe(),
+    )
+    client = sqs_client()
+    report = replay(
+        request,
+        SqsDeadLetterQueue(client, settings.dlq_url, settings.receive_wait_seconds),
+        SqsReplaySender(client, settings.queue_url),
+        remaining_time_ms=context.get_remaining_time_in_millis,
+        safety_margin_ms=settings.safety_margin_ms,
+        on_message=_log_message,
+    )
+    if report.replayed:
+        count(MetricName.REPLAYED, report.replayed)
+    result = report.to_dict()
+    logger.info("replay: done", **{k: v for k, v in result.items() if k != "would_replay"})
+    return result
