@@ -183,6 +183,7 @@ def check_freshness(timestamp_seconds: float, now: float, tolerance_seconds: int
 
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
+_LOWER_HEX = re.compile(r"[0-9a-f]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 #: Digest constructors by the names sources may use.
@@ -229,12 +230,14 @@ def timestamp_header(request: WebhookRequest, name: str) -> tuple[str, int]:
     return str(raw), value
 
 
-def decode_hex(value: str) -> bytes | None:
-    """Decode a hex digest (either case), or return ``None`` when it is not strictly hex.
+def decode_hex(value: str, *, uppercase: bool = False) -> bytes | None:
+    """Decode a hex digest, or return ``None`` when it is not strictly hex.
 
-    Unlike ``bytes.fromhex`` no whitespace is allowed.
+    Providers send lower-case hex and their SDKs compare strings, so upper-case digits are
+    refused unless ``uppercase`` is true. Unlike ``bytes.fromhex`` no whitespace is allowed.
     """
-    if len(value) % 2 or not _HEX.fullmatch(value):
+    pattern = _HEX if uppercase else _LOWER_HEX
+    if len(value) % 2 or not pattern.fullmatch(value):
         return None
     return bytes.fromhex(value)
 

@@ -156,7 +156,9 @@ class GenericHmacScheme(SignatureScheme):
         return bytes(out)
 
     def _decode(self, text: str) -> bytes | None:
-        return decode_hex(text) if self.encoding == "hex" else decode_base64(text)
+        if self.encoding == "hex":
+            return decode_hex(text, uppercase=True)
+        return decode_base64(text)
 
     def _encode(self, digest: bytes) -> str:
         return digest.hex() if self.encoding == "hex" else base64.b64encode(digest).decode("ascii")

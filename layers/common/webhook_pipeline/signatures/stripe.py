@@ -27,9 +27,10 @@ HEADER = "Stripe-Signature"
 def _parse_header(value: str) -> tuple[str | None, list[str]]:
     """Split a ``Stripe-Signature`` value into its raw ``t`` value and its ``v1`` values.
 
-    Items are separated by ``","``; optional whitespace around an item is dropped (RFC 9110 list
-    syntax, as when a proxy joins repeated headers with ``", "``). ``v0`` (test-mode legacy
-    scheme), empty items and unknown keys are ignored.
+    Items are separated by ``","``; whitespace before an item is dropped (a proxy may join
+    repeated headers with ``", "``), whitespace inside a value is not (``t=1700000000 `` is not
+    a plain integer). ``v0`` (test-mode legacy scheme), empty items and unknown keys are
+    ignored.
 
     Raises
     ------
@@ -41,7 +42,7 @@ def _parse_header(value: str) -> tuple[str | None, list[str]]:
     timestamps: set[str] = set()
     signatures: list[str] = []
     for item in value.split(","):
-        key, sep, val = item.strip(" \t").partition("=")
+        key, sep, val = item.lstrip(" \t").partition("=")
         if not sep:
             continue
         if key == "t":
