@@ -1,0 +1,129 @@
+"""ProcessorFunction: SQS batch of envelopes -> DynamoDB, with partial batch responses.
+
+The whole batch is processed first by :class:`ProcessorService` (groups of one resource in
+sequence order, groups concurrently on a bounded pool); Powertools' ``BatchProcessor`` then maps
+each record's precomputed outcome to success or failure, so ``batchItemFailures`` lists exactly
+the ``messageId`` of each failed record (an empty list when all succeeded).
+"""
+
+from __future__ import annotations
+
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from webhook_pipeline.hooks import load_hooks_module, registry
+from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
+from webhook_pipeline.payloads import S3PayloadStore
+from webhook_pipeline.processing import Message, Outcome, ProcessorService, RecordResult
+from webhook_pipeline.settings_processor import ProcessorSettings
+from webhook_pipeline.store import DynamoDBDeliveryStore
+
+# Cold start: invalid configuration or an unimportable HOOKS_MODULE fails the init loudly.
+settings = ProcessorSettings.load()
+load_hooks_module(settings.hooks_module)
+
+# Never raise on an all-failed batch: the response always has the partial-failure shape.
+batch_processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+_METRIC = {
+    Outcome.APPLIED: MetricName.APPLIED,
+    Outcome.DUPLICATE: MetricName.DUPLICATE,
+    Outcome.STALE: MetricName.STALE,
+    Outcome.RETRY: MetricName.RETRY,
+    Outcome.MALFORMED: MetricName.MALFORMED,
+    Outcome.BUG: MetricName.PROCESSOR_BUG,
+}
+
+
+@functools.cache
+def service() -> ProcessorService:
+    """The service, its AWS clients and its thread pool: built once per container, on first use."""
+    config = settings.botocore_config()
+    return ProcessorService(
+        store=DynamoDBDeliveryStore(boto3.client("dynamodb", config=config), settings.table_name),
+        payloads=S3PayloadStore(boto3.client("s3", config=config), settings.payload_bucket),
+        hooks=registry,
+        executor=ThreadPoolExecutor(
+            max_workers=settings.max_workers, thread_name_prefix="processor"
+        ),
+        retention=timedelta(days=settings.delivery_retention_days),
+    )
+
+
+def _messages(event: dict[str, Any]) -> list[Message]:
+    messages = []
+    for record in event.get("Records") or []:
+        attributes = record.get("attributes") or {}
+        receive_count = str(attributes.get("ApproximateReceiveCount") or "1")
+        messages.append(
+            Message(
+                message_id=str(record.get("messageId", "")),
+                body=str(record.get("body", "")),
+                receive_count=int(receive_count) if receive_count.isdigit() else 1,
+            )
+        )
+    return messages
+
+
+def _report(result: RecordResult) -> None:
+    """One structured log line and one metric per record (on the handler thread)."""
+    count(_METRIC[result.outcome])
+    if result.hook == "ran":
+        count(MetricName.HOOK_COMPLETED)
+    elif result.hook == "failed":
+        count(MetricName.HOOK_FAILED)
+    env = result.envelope
+    keys: dict[str, Any] = {"message_id": result.message_id, "outcome": result.outcome.value}
+    if env is not None:
+        keys |= {"source": env.source, "delivery_id": env.delivery_id}
+        if env.resource_key is not None:
+            keys |= {"resource_key": env.resource_key, "sequence": env.sequence}
+    with logger.append_context_keys(**keys):
+        message = f"delivery {result.outcome.value}"
+        extra = {"reason": result.reason, "hook": result.hook}
+        if result.outcome is Outcome.BUG:
+            logger.error(message, extra=extra, exc_info=result.error)
+        elif result.outcome is Outcome.MALFORMED:
+            logger.error(message, extra=extra)
+        elif result.outcome is Outcome.RETRY:
+            logger.warning(message, extra=extra)
+        else:
+            logger.info(message, extra=extra)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """SQS event source mapping entry point.
+
+    Returns
+    -------
+    dict
+        ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``; empty list when every
+        record was applied, a duplicate or stale.
+    """
+    results = service().process_batch(_messages(event))
+
+    def record_handler(record: SQSRecord) -> str:
+        result = results[record.message_id]
+        _report(result)
+        if not result.acknowledged:
+            raise result.error or RuntimeError(result.reason or result.outcome.value)
+        return result.outcome.value
+
+    return dict(
+        process_partial_response(
+            event=event, record_handler=record_handler, processor=batch_processor, context=context
+        )
+    )

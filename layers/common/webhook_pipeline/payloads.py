@@ -1,0 +1,102 @@
+"""S3 claim-check store for bodies over the inline threshold of an envelope.
+
+The ingest function ``put``s a large body and sends a :class:`BodyPointer` in the envelope; the
+processor ``get``s it back and checks it against the envelope's ``body_size``/``body_sha256``
+(:func:`webhook_pipeline.processing.load_body`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from webhook_pipeline.envelope import BodyPointer
+from webhook_pipeline.errors import PayloadIntegrityError, PayloadUnavailableError
+
+_MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+
+
+class PayloadReader(Protocol):
+    """What the processor needs from a claim-check store."""
+
+    def get(self, pointer: BodyPointer) -> bytes:
+        """Return the raw body bytes at ``pointer``."""
+        ...
+
+
+class PayloadStore(PayloadReader, Protocol):
+    """A claim-check store: the ingest side puts, the processor gets."""
+
+    def put(self, key: str, body: bytes) -> BodyPointer:
+        """Store ``body`` under ``key`` and return where it is."""
+        ...
+
+
+class S3PayloadStore:
+    """Claim-check bodies as S3 objects in one bucket.
+
+    Parameters
+    ----------
+    client : botocore S3 client
+        Created once per container with explicit timeouts and retry config.
+    bucket : str
+        The payload bucket (``PAYLOAD_BUCKET``).
+    """
+
+    def __init__(self, client: Any, bucket: str) -> None:
+        self._client = client
+        self._bucket = bucket
+
+    def put(self, key: str, body: bytes) -> BodyPointer:
+        """Store the raw ``body`` bytes at ``s3://<bucket>/<key>``.
+
+        Returns
+        -------
+        BodyPointer
+            The bucket and key to carry in the envelope's ``body_ref``.
+
+        Raises
+        ------
+        PayloadUnavailableError
+            S3 did not accept the object (throttling, timeout, 5xx, access denied).
+        """
+        try:
+            self._client.put_object(
+                Bucket=self._bucket,
+                Key=key,
+                Body=body,
+                ContentType="application/octet-stream",
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise PayloadUnavailableError(f"claim-check put failed: {_code(exc)}") from exc
+        return BodyPointer(bucket=self._bucket, key=key)
+
+    def get(self, pointer: BodyPointer) -> bytes:
+        """Return the raw bytes at ``pointer``.
+
+        Raises
+        ------
+        PayloadIntegrityError
+            The object does not exist (poison: retrying cannot bring it back).
+        PayloadUnavailableError
+            Any other S3 or transport error (retried).
+        """
+        try:
+            response = self._client.get_object(Bucket=pointer.bucket, Key=pointer.key)
+            data: bytes = response["Body"].read()
+        except ClientError as exc:
+            if _code(exc) in _MISSING_CODES:
+                raise PayloadIntegrityError(
+                    f"claim-check object missing: s3://{pointer.bucket}/{pointer.key}"
+                ) from exc
+            raise PayloadUnavailableError(f"claim-check get failed: {_code(exc)}") from exc
+        except BotoCoreError as exc:
+            raise PayloadUnavailableError(f"claim-check get failed: {_code(exc)}") from exc
+        return data
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+    return type(exc).__name__

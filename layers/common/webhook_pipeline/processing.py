@@ -1,0 +1,422 @@
+"""Processor domain: from an SQS message to an outcome, in order per resource.
+
+Outcomes (:class:`Outcome`): ``applied`` (recorded, watermark moved), ``duplicate`` (the delivery
+was already recorded), ``stale`` (older than, or equal to, the resource watermark: recorded as
+stale and acknowledged), ``retry`` (transient failure: reported in ``batchItemFailures``),
+``malformed`` (poison: reported as failed, reaches the DLQ through redrive) and ``bug`` (the store
+rejected a request as invalid: reported as failed, logged at ERROR).
+
+Ordering: the records of one batch are grouped by (source, resource key) (records without a
+resource key by (source, delivery id), so two copies of one delivery never race each other); each
+group is processed in ascending sequence order (ties keep arrival order) and the groups run
+concurrently on a bounded thread pool.
+
+This module knows nothing of boto3: the store and the payload reader are Protocols injected by the
+handler.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Protocol
+
+from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
+from webhook_pipeline.errors import (
+    HookError,
+    MalformedEnvelopeError,
+    PayloadIntegrityError,
+    StoreBugError,
+    TransientError,
+)
+from webhook_pipeline.hooks import HookEvent, HookRegistry
+from webhook_pipeline.payloads import PayloadReader
+
+
+class Outcome(StrEnum):
+    """What processing one SQS record ended in."""
+
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"
+    STALE = "stale"
+    RETRY = "retry"
+    MALFORMED = "malformed"
+    BUG = "bug"
+
+    @property
+    def acknowledged(self) -> bool:
+        """True when the message is done (deleted from the queue), False when it is reported in
+        ``batchItemFailures``."""
+        return self in (Outcome.APPLIED, Outcome.DUPLICATE, Outcome.STALE)
+
+
+class HookState(StrEnum):
+    """``hook_state`` of a delivery record; absent when no hook was registered."""
+
+    PENDING = "pending"
+    DONE = "done"
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """What the store writes for one delivery.
+
+    Attributes
+    ----------
+    source, delivery_id : str
+        The delivery's identity (unique together).
+    event_type, resource_key : str | None
+        From the envelope.
+    sequence : int | None
+        Ordering value for ``resource_key`` (both or neither).
+    received_at : datetime
+        Receipt time at ingest (UTC).
+    recorded_at : datetime
+        When the processor writes the record (UTC).
+    expires_at : int
+        TTL of the delivery record, epoch seconds.
+    body_size : int
+        Raw body size in bytes.
+    body_sha256 : str
+        Hex SHA-256 of the raw body.
+    hook_pending : bool
+        A hook is registered for this delivery: write ``hook_state = pending`` when applied.
+    message_id : str
+        SQS message id (for operators).
+    attempt_token : str
+        Identifies this attempt (message id and receive count): the transaction's idempotency
+        token, so an SDK-level retry of the same attempt is not mistaken for a duplicate.
+    replay_count : int
+        How often the envelope went through the replay function.
+    """
+
+    source: str
+    delivery_id: str
+    event_type: str | None
+    resource_key: str | None
+    sequence: int | None
+    received_at: datetime
+    recorded_at: datetime
+    expires_at: int
+    body_size: int
+    body_sha256: str
+    hook_pending: bool
+    message_id: str
+    attempt_token: str
+    replay_count: int = 0
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    """What the store's conditional write decided.
+
+    Attributes
+    ----------
+    outcome : Outcome
+        ``APPLIED``, ``DUPLICATE`` or ``STALE``.
+    hook_state : HookState | None
+        For a duplicate: the stored record's hook state (``PENDING`` means the hook has not
+        completed yet); for a new record: what was written.
+    stored_outcome : Outcome | None
+        For a duplicate: the outcome the stored record holds (``applied`` or ``stale``).
+    watermark : int | None
+        For a stale delivery: the resource's stored watermark, when the store returned it.
+    """
+
+    outcome: Outcome
+    hook_state: HookState | None = None
+    stored_outcome: Outcome | None = None
+    watermark: int | None = None
+
+
+class DeliveryStore(Protocol):
+    """The conditional writes the processor needs (DynamoDB in :mod:`webhook_pipeline.store`)."""
+
+    def record(self, delivery: DeliveryRecord) -> StoreResult:
+        """Record the delivery at most once and move the resource watermark forward.
+
+        Raises
+        ------
+        TransientError
+            Throttling, transaction conflict, missing cancellation reasons, timeouts, 5xx.
+        StoreBugError
+            The request was rejected as invalid.
+        """
+        ...
+
+    def mark_hook_done(self, source: str, delivery_id: str) -> None:
+        """Set the delivery record's ``hook_state`` to ``done`` (idempotent)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Message:
+    """One SQS record as the domain sees it."""
+
+    message_id: str
+    body: str
+    receive_count: int = 1
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """The outcome of one message, with what an operator needs to read in its log line.
+
+    Attributes
+    ----------
+    message_id : str
+        SQS message id (what ``batchItemFailures`` reports).
+    outcome : Outcome
+        The outcome.
+    envelope : Envelope | None
+        The parsed envelope (``None`` when malformed before parsing).
+    reason : str | None
+        Why it failed, was stale or a duplicate (short, no body content).
+    hook : str | None
+        ``"ran"``, ``"failed"`` or ``None`` (no hook ran).
+    error : Exception | None
+        The exception behind a failed outcome.
+    """
+
+    message_id: str
+    outcome: Outcome
+    envelope: Envelope | None = None
+    reason: str | None = None
+    hook: str | None = None
+    error: Exception | None = None
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.outcome.acknowledged
+
+
+def load_body(envelope: Envelope, payloads: PayloadReader) -> bytes:
+    """The raw body of ``envelope`` (inline or claim check), integrity-checked.
+
+    Returns
+    -------
+    bytes
+        Exactly ``envelope.body_size`` bytes whose SHA-256 is ``envelope.body_sha256``.
+
+    Raises
+    ------
+    PayloadIntegrityError
+        Not valid base64, wrong size or hash, or the claim-check object is missing (poison).
+    PayloadUnavailableError
+        S3 failed transiently (retry).
+    """
+    if envelope.body_ref is not None:
+        body = payloads.get(envelope.body_ref)
+    else:
+        try:
+            body = base64.b64decode(envelope.body_b64 or "", validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise PayloadIntegrityError("body_b64 is not valid base64") from exc
+    if len(body) != envelope.body_size:
+        raise PayloadIntegrityError(
+            f"body size mismatch: envelope says {envelope.body_size} bytes, got {len(body)}"
+        )
+    if sha256_hex(body) != envelope.body_sha256:
+        raise PayloadIntegrityError("body sha256 mismatch")
+    return body
+
+
+def group_key(envelope: Envelope) -> tuple[str, str, str]:
+    """Records with the same key are applied one after the other, in sequence order."""
+    if envelope.resource_key is not None:
+        return (envelope.source, "resource", envelope.resource_key)
+    return (envelope.source, "delivery", envelope.delivery_id)
+
+
+def plan(
+    messages: Sequence[Message],
+) -> tuple[list[RecordResult], list[list[tuple[Message, Envelope]]]]:
+    """Parse every message and order the valid ones.
+
+    Returns
+    -------
+    malformed : list[RecordResult]
+        One ``MALFORMED`` result per message whose body is not a valid envelope.
+    groups : list[list[tuple[Message, Envelope]]]
+        Groups in first-arrival order; within a group, ascending sequence (stable for ties and
+        for records without a sequence).
+    """
+    malformed: list[RecordResult] = []
+    groups: dict[tuple[str, str, str], list[tuple[Message, Envelope]]] = {}
+    for message in messages:
+        try:
+            envelope = Envelope.from_json(message.body)
+        except MalformedEnvelopeError as exc:
+            malformed.append(
+                RecordResult(message.message_id, Outcome.MALFORMED, reason=str(exc), error=exc)
+            )
+            continue
+        groups.setdefault(group_key(envelope), []).append((message, envelope))
+    ordered = [
+        sorted(members, key=lambda pair: pair[1].sequence if pair[1].sequence is not None else 0)
+        for members in groups.values()
+    ]
+    return malformed, ordered
+
+
+def attempt_token(message: Message) -> str:
+    """A 36-character token per (message id, receive count): an SDK retry of one attempt reuses
+    it, a redelivery gets a new one."""
+    return hashlib.sha256(f"{message.message_id}:{message.receive_count}".encode()).hexdigest()[:36]
+
+
+class ProcessorService:
+    """Processes SQS batches of envelopes into outcomes.
+
+    Parameters
+    ----------
+    store : DeliveryStore
+        Conditional writes (delivery record + resource watermark).
+    payloads : PayloadReader
+        Claim-check bodies.
+    hooks : HookRegistry
+        User hooks by (source, event type).
+    executor : Executor | None
+        Bounded pool the groups of a batch run on; ``None`` runs them one after the other.
+    retention : timedelta
+        Delivery record TTL (``DELIVERY_RETENTION_DAYS``).
+    clock : Callable[[], datetime]
+        Current UTC time (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        store: DeliveryStore,
+        payloads: PayloadReader,
+        hooks: HookRegistry,
+        *,
+        executor: Executor | None = None,
+        retention: timedelta = timedelta(days=30),
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._store = store
+        self._payloads = payloads
+        self._hooks = hooks
+        self._executor = executor
+        self._retention = retention
+        self._clock = clock
+
+    def process_batch(self, messages: Sequence[Message]) -> dict[str, RecordResult]:
+        """Process a whole batch: groups concurrently, each group in sequence order.
+
+        Returns
+        -------
+        dict[str, RecordResult]
+            One result per message id. Never raises for a single record's failure.
+        """
+        malformed, groups = plan(messages)
+        results: dict[str, RecordResult] = {r.message_id: r for r in malformed}
+        if self._executor is None or len(groups) <= 1:
+            group_results: Iterable[list[RecordResult]] = map(self._process_group, groups)
+        else:
+            group_results = self._executor.map(self._process_group, groups)
+        for group in group_results:
+            results.update((r.message_id, r) for r in group)
+        return results
+
+    def process_message(self, message: Message) -> RecordResult:
+        """Process one message on the calling thread (parse, then :meth:`process`)."""
+        try:
+            envelope = Envelope.from_json(message.body)
+        except MalformedEnvelopeError as exc:
+            return RecordResult(message.message_id, Outcome.MALFORMED, reason=str(exc), error=exc)
+        return self.process(message, envelope)
+
+    def _process_group(self, group: list[tuple[Message, Envelope]]) -> list[RecordResult]:
+        return [self.process(message, envelope) for message, envelope in group]
+
+    def process(self, message: Message, envelope: Envelope) -> RecordResult:
+        """Load and check the body, record the delivery, run its hook when one is due."""
+        mid = message.message_id
+        try:
+            body = load_body(envelope, self._payloads)
+        except MalformedEnvelopeError as exc:
+            return RecordResult(mid, Outcome.MALFORMED, envelope, reason=str(exc), error=exc)
+        except TransientError as exc:
+            return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
+
+        handler = self._hooks.find(envelope.source, envelope.event_type)
+        now = self._clock()
+        record = DeliveryRecord(
+            source=envelope.source,
+            delivery_id=envelope.delivery_id,
+            event_type=envelope.event_type,
+            resource_key=envelope.resource_key,
+            sequence=envelope.sequence,
+            received_at=envelope.received_at,
+            recorded_at=now,
+            expires_at=int((now + self._retention).timestamp()),
+            body_size=envelope.body_size,
+            body_sha256=envelope.body_sha256,
+            hook_pending=handler is not None,
+            message_id=mid,
+            attempt_token=attempt_token(message),
+            replay_count=envelope.replay_count,
+        )
+        try:
+            stored = self._store.record(record)
+        except TransientError as exc:
+            return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
+        except StoreBugError as exc:
+            return RecordResult(mid, Outcome.BUG, envelope, reason=str(exc), error=exc)
+
+        reason = _describe(stored)
+        hook_due = handler is not None and (
+            stored.outcome is Outcome.APPLIED
+            or (
+                stored.outcome is Outcome.DUPLICATE
+                and stored.stored_outcome is Outcome.APPLIED
+                and stored.hook_state is HookState.PENDING
+            )
+        )
+        if not hook_due or handler is None:
+            return RecordResult(mid, stored.outcome, envelope, reason=reason)
+
+        event = HookEvent(
+            source=envelope.source,
+            delivery_id=envelope.delivery_id,
+            event_type=envelope.event_type,
+            resource_key=envelope.resource_key,
+            sequence=envelope.sequence,
+            received_at=envelope.received_at,
+            headers=dict(envelope.headers),
+            body=body,
+        )
+        try:
+            handler(event)
+        except Exception as exc:
+            error = HookError(f"hook failed: {type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+            return RecordResult(
+                mid, Outcome.RETRY, envelope, reason=str(error), hook="failed", error=error
+            )
+        try:
+            self._store.mark_hook_done(envelope.source, envelope.delivery_id)
+        except TransientError as exc:
+            # The hook ran but is not marked: retry, so the flag ends up right (the hook may run
+            # again: at-least-once, documented).
+            return RecordResult(
+                mid, Outcome.RETRY, envelope, reason=str(exc), hook="ran", error=exc
+            )
+        except StoreBugError as exc:
+            return RecordResult(mid, Outcome.BUG, envelope, reason=str(exc), hook="ran", error=exc)
+        return RecordResult(mid, stored.outcome, envelope, reason=reason, hook="ran")
+
+
+def _describe(stored: StoreResult) -> str | None:
+    if stored.outcome is Outcome.STALE:
+        return f"older than or equal to the resource watermark {stored.watermark}"
+    if stored.outcome is Outcome.DUPLICATE:
+        return f"already recorded as {stored.stored_outcome or 'unknown'}"
+    return None

@@ -1,0 +1,304 @@
+"""DynamoDB adapter of :class:`webhook_pipeline.processing.DeliveryStore` (single table).
+
+Item types (see docs/data-model.md):
+
+* delivery record: ``pk = "DELIVERY#<source>#<delivery_id>"``, ``sk = "DELIVERY"``; written once
+  with ``attribute_not_exists(pk)``; expires by TTL (``expires_at``, epoch seconds).
+* resource item: ``pk = "RESOURCE#<source>#<resource_key>"``, ``sk = "RESOURCE"``; holds the
+  sequence watermark; never expires.
+
+A delivery with a resource key is one ``TransactWriteItems``: [0] Put delivery record
+(``attribute_not_exists(pk)``), [1] Update resource item (``attribute_not_exists(#wm) OR #wm <
+:seq``). Equal sequences are stale: the watermark moves strictly forward, so each sequence value
+of a resource is applied at most once. Cancellation reasons are read by index: [0] failed ->
+duplicate, [1] failed -> stale; ``TransactionConflict``/throttling/missing reasons/5xx -> retry;
+``ValidationError`` -> :class:`StoreBugError`. A stale delivery is then recorded with a second
+conditional Put (``outcome = stale``); if that Put finds a record, the delivery is a duplicate.
+A delivery without a resource key is one conditional Put.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from webhook_pipeline.errors import StoreBugError, TransientError
+from webhook_pipeline.processing import DeliveryRecord, HookState, Outcome, StoreResult
+
+DELIVERY_SK = "DELIVERY"
+RESOURCE_SK = "RESOURCE"
+WATERMARK = "watermark"
+
+# Cancellation reason codes (per TransactItems index) and error codes that a later attempt may
+# not hit again.
+_TRANSIENT_REASONS = frozenset(
+    {
+        "TransactionConflict",
+        "ThrottlingError",
+        "ProvisionedThroughputExceeded",
+        "RequestLimitExceeded",
+        "InternalServerError",
+    }
+)
+_TRANSIENT_ERRORS = frozenset(
+    {
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "ThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "LimitExceededException",
+    }
+)
+
+
+def delivery_key(source: str, delivery_id: str) -> dict[str, dict[str, str]]:
+    """Primary key of the delivery record of (source, delivery id)."""
+    return {"pk": {"S": f"DELIVERY#{source}#{delivery_id}"}, "sk": {"S": DELIVERY_SK}}
+
+
+def resource_key(source: str, key: str) -> dict[str, dict[str, str]]:
+    """Primary key of the resource item of (source, resource key)."""
+    return {"pk": {"S": f"RESOURCE#{source}#{key}"}, "sk": {"S": RESOURCE_SK}}
+
+
+def delivery_item(
+    record: DeliveryRecord, outcome: Outcome, watermark: int | None = None
+) -> dict[str, Any]:
+    """The delivery record item (DynamoDB JSON) for ``outcome`` (``applied`` or ``stale``)."""
+    item: dict[str, Any] = {
+        **delivery_key(record.source, record.delivery_id),
+        "type": {"S": "delivery"},
+        "source": {"S": record.source},
+        "delivery_id": {"S": record.delivery_id},
+        "outcome": {"S": outcome.value},
+        "received_at": {"S": record.received_at.isoformat()},
+        "recorded_at": {"S": record.recorded_at.isoformat()},
+        "expires_at": {"N": str(record.expires_at)},
+        "body_size": {"N": str(record.body_size)},
+        "body_sha256": {"S": record.body_sha256},
+        "message_id": {"S": record.message_id},
+        "replay_count": {"N": str(record.replay_count)},
+    }
+    if record.event_type is not None:
+        item["event_type"] = {"S": record.event_type}
+    if record.resource_key is not None:
+        item["resource_key"] = {"S": record.resource_key}
+    if record.sequence is not None:
+        item["sequence"] = {"N": str(record.sequence)}
+    if watermark is not None:
+        item["watermark_at_receipt"] = {"N": str(watermark)}
+    if outcome is Outcome.APPLIED and record.hook_pending:
+        item["hook_state"] = {"S": HookState.PENDING.value}
+    return item
+
+
+class DynamoDBDeliveryStore:
+    """Delivery records and resource watermarks in one DynamoDB table.
+
+    Parameters
+    ----------
+    client : botocore DynamoDB client
+        Created once per container (explicit timeouts, ``standard`` retries); thread-safe.
+    table_name : str
+        ``TABLE_NAME``; keys ``pk`` (S) and ``sk`` (S), TTL attribute ``expires_at``.
+    """
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def record(self, delivery: DeliveryRecord) -> StoreResult:
+        """Record ``delivery`` at most once; move its resource watermark strictly forward.
+
+        Returns
+        -------
+        StoreResult
+            ``APPLIED`` (1 request), ``DUPLICATE`` (1 request) or ``STALE`` (2 requests).
+
+        Raises
+        ------
+        TransientError
+            Throttling, ``TransactionConflict``, missing cancellation reasons, timeouts, 5xx.
+        StoreBugError
+            ``ValidationException`` or any other request the service rejects as invalid.
+        """
+        if delivery.resource_key is None or delivery.sequence is None:
+            return self._put_delivery(delivery, Outcome.APPLIED)
+        return self._transact(delivery)
+
+    def mark_hook_done(self, source: str, delivery_id: str) -> None:
+        """Set ``hook_state = done`` on a recorded delivery (no-op when already done)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=delivery_key(source, delivery_id),
+                UpdateExpression="SET #hs = :done",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#hs": "hook_state"},
+                ExpressionAttributeValues={":done": {"S": HookState.DONE.value}},
+            )
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                raise StoreBugError(
+                    f"hook done for a delivery that is not recorded: {source}/{delivery_id}"
+                ) from exc
+            raise _classify(exc) from exc
+        except BotoCoreError as exc:
+            raise TransientError(f"DynamoDB UpdateItem failed: {type(exc).__name__}") from exc
+
+    def _transact(self, delivery: DeliveryRecord) -> StoreResult:
+        assert delivery.resource_key is not None and delivery.sequence is not None
+        resource_values: dict[str, Any] = {
+            ":seq": {"N": str(delivery.sequence)},
+            ":did": {"S": delivery.delivery_id},
+            ":at": {"S": delivery.recorded_at.isoformat()},
+            ":rat": {"S": delivery.received_at.isoformat()},
+            ":src": {"S": delivery.source},
+            ":rk": {"S": delivery.resource_key},
+            ":res": {"S": "resource"},
+        }
+        update = (
+            "SET #wm = :seq, last_delivery_id = :did, updated_at = :at, last_received_at = :rat, "
+            "#src = :src, resource_key = :rk, #type = :res"
+        )
+        names = {"#wm": WATERMARK, "#src": "source", "#type": "type"}
+        if delivery.event_type is not None:
+            update += ", last_event_type = :et"
+            resource_values[":et"] = {"S": delivery.event_type}
+        else:
+            update += " REMOVE last_event_type"
+        try:
+            self._client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": delivery_item(delivery, Outcome.APPLIED),
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": resource_key(delivery.source, delivery.resource_key),
+                            "UpdateExpression": update,
+                            "ConditionExpression": "attribute_not_exists(#wm) OR #wm < :seq",
+                            "ExpressionAttributeNames": names,
+                            "ExpressionAttributeValues": resource_values,
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                        }
+                    },
+                ],
+                ClientRequestToken=delivery.attempt_token,
+            )
+        except ClientError as exc:
+            if _code(exc) != "TransactionCanceledException":
+                raise _classify(exc) from exc
+            return self._cancelled(delivery, exc)
+        except BotoCoreError as exc:
+            raise TransientError(
+                f"DynamoDB TransactWriteItems failed: {type(exc).__name__}"
+            ) from exc
+        return StoreResult(
+            Outcome.APPLIED, hook_state=HookState.PENDING if delivery.hook_pending else None
+        )
+
+    def _cancelled(self, delivery: DeliveryRecord, exc: ClientError) -> StoreResult:
+        """Read ``CancellationReasons`` by index: [0] delivery Put, [1] resource Update."""
+        reasons = exc.response.get("CancellationReasons")
+        if not isinstance(reasons, list) or len(reasons) < 2:
+            raise TransientError("transaction cancelled without cancellation reasons") from exc
+        codes = [str((r or {}).get("Code") or "None") for r in reasons[:2]]
+        if codes[0] == "ConditionalCheckFailed":
+            return _duplicate(reasons[0].get("Item"))
+        if codes[1] == "ConditionalCheckFailed":
+            old = reasons[1].get("Item")
+            watermark = _number(old.get(WATERMARK) if isinstance(old, dict) else None)
+            return self._put_delivery(delivery, Outcome.STALE, watermark)
+        if "ValidationError" in codes:
+            raise StoreBugError(f"transaction rejected as invalid: reasons {codes}") from exc
+        if any(code in _TRANSIENT_REASONS for code in codes):
+            raise TransientError(f"transaction cancelled: reasons {codes}") from exc
+        raise TransientError(f"transaction cancelled for an unknown reason: {codes}") from exc
+
+    def _put_delivery(
+        self, delivery: DeliveryRecord, outcome: Outcome, watermark: int | None = None
+    ) -> StoreResult:
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=delivery_item(delivery, outcome, watermark),
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                return _duplicate(exc.response.get("Item"))
+            raise _classify(exc) from exc
+        except BotoCoreError as exc:
+            raise TransientError(f"DynamoDB PutItem failed: {type(exc).__name__}") from exc
+        hook_state = (
+            HookState.PENDING if outcome is Outcome.APPLIED and delivery.hook_pending else None
+        )
+        return StoreResult(outcome, hook_state=hook_state, watermark=watermark)
+
+    # -- reads (operators, tests) -------------------------------------------------------------
+
+    def get_delivery(self, source: str, delivery_id: str) -> dict[str, Any] | None:
+        """The delivery record as plain Python values, or ``None`` (strongly consistent)."""
+        return self._get(delivery_key(source, delivery_id))
+
+    def get_resource(self, source: str, key: str) -> dict[str, Any] | None:
+        """The resource item as plain Python values, or ``None`` (strongly consistent)."""
+        return self._get(resource_key(source, key))
+
+    def _get(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        response = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True)
+        item = response.get("Item")
+        return _plain(item) if item else None
+
+
+def _duplicate(item: Any) -> StoreResult:
+    item = item if isinstance(item, dict) else {}
+    stored = str((item.get("outcome") or {}).get("S"))
+    hook = str((item.get("hook_state") or {}).get("S"))
+    return StoreResult(
+        Outcome.DUPLICATE,
+        hook_state=HookState(hook) if hook in HookState._value2member_map_ else None,
+        stored_outcome=Outcome(stored) if stored in Outcome._value2member_map_ else None,
+    )
+
+
+def _number(attr: Any) -> int | None:
+    if isinstance(attr, dict) and "N" in attr:
+        return int(attr["N"])
+    return None
+
+
+def _plain(item: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, attr in item.items():
+        ((kind, value),) = attr.items()
+        out[name] = int(value) if kind == "N" else value
+    return out
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _classify(exc: ClientError) -> Exception:
+    """Map a DynamoDB error to :class:`TransientError` or :class:`StoreBugError` (by code and
+    HTTP status, never by message text)."""
+    code = _code(exc)
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    if code in _TRANSIENT_ERRORS or status >= 500:
+        return TransientError(f"DynamoDB {exc.operation_name} failed: {code or status}")
+    return StoreBugError(f"DynamoDB {exc.operation_name} rejected: {code or status}")

@@ -1,0 +1,446 @@
+"""Processor domain: outcomes, ordering within a batch, body integrity, hooks (no sockets)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from webhook_pipeline.envelope import BodyPointer, Envelope
+from webhook_pipeline.errors import (
+    ConfigurationError,
+    PayloadIntegrityError,
+    PayloadUnavailableError,
+    StoreBugError,
+    TransientError,
+)
+from webhook_pipeline.hooks import HookEvent, HookRegistry, load_hooks_module
+from webhook_pipeline.processing import (
+    DeliveryRecord,
+    HookState,
+    Message,
+    Outcome,
+    ProcessorService,
+    StoreResult,
+    attempt_token,
+    load_body,
+    plan,
+)
+from webhook_pipeline.settings_processor import ProcessorSettings
+
+pytestmark = pytest.mark.unit
+
+NOW = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
+
+
+def envelope_json(
+    delivery_id: str,
+    *,
+    resource: str | None = "cus_1",
+    seq: int | None = 1,
+    body: bytes | None = None,
+    event_type: str = "customer.updated",
+    **over: Any,
+) -> str:
+    raw = body if body is not None else json.dumps({"id": delivery_id}).encode()
+    data: dict[str, Any] = {
+        "source": "stripe",
+        "delivery_id": delivery_id,
+        "received_at": "2026-01-15T09:59:59Z",
+        "event_type": event_type,
+        "resource_key": resource,
+        "sequence": seq if resource is not None else None,
+        "body_b64": base64.b64encode(raw).decode(),
+        "body_size": len(raw),
+        "body_sha256": hashlib.sha256(raw).hexdigest(),
+    }
+    data.update(over)
+    return Envelope.model_validate(data).to_json()
+
+
+def msg(mid: str, body: str, receive_count: int = 1) -> Message:
+    return Message(message_id=mid, body=body, receive_count=receive_count)
+
+
+@dataclass
+class MemoryStore:
+    """The DeliveryStore contract in memory: at most once per delivery, strict watermark."""
+
+    deliveries: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    watermarks: dict[tuple[str, str], int] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    fail_with: dict[str, Exception] = field(default_factory=dict)
+
+    def record(self, delivery: DeliveryRecord) -> StoreResult:
+        self.calls.append(f"record {delivery.delivery_id}")
+        if delivery.delivery_id in self.fail_with:
+            raise self.fail_with[delivery.delivery_id]
+        key = (delivery.source, delivery.delivery_id)
+        if key in self.deliveries:
+            stored = self.deliveries[key]
+            return StoreResult(
+                Outcome.DUPLICATE,
+                hook_state=stored.get("hook_state"),
+                stored_outcome=stored["outcome"],
+            )
+        if delivery.resource_key is not None:
+            rkey = (delivery.source, delivery.resource_key)
+            current = self.watermarks.get(rkey)
+            assert delivery.sequence is not None
+            if current is not None and not current < delivery.sequence:
+                self.deliveries[key] = {"outcome": Outcome.STALE}
+                return StoreResult(Outcome.STALE, watermark=current)
+            self.watermarks[rkey] = delivery.sequence
+        state = HookState.PENDING if delivery.hook_pending else None
+        self.deliveries[key] = {"outcome": Outcome.APPLIED, "hook_state": state}
+        return StoreResult(Outcome.APPLIED, hook_state=state)
+
+    def mark_hook_done(self, source: str, delivery_id: str) -> None:
+        self.calls.append(f"hook_done {delivery_id}")
+        self.deliveries[(source, delivery_id)]["hook_state"] = HookState.DONE
+
+
+class MemoryPayloads:
+    def __init__(self, objects: dict[str, bytes] | None = None, error: Exception | None = None):
+        self.objects = objects or {}
+        self.error = error
+
+    def get(self, pointer: BodyPointer) -> bytes:
+        if self.error:
+            raise self.error
+        if pointer.key not in self.objects:
+            raise PayloadIntegrityError("missing")
+        return self.objects[pointer.key]
+
+
+def make_service(
+    store: MemoryStore | None = None,
+    hooks: HookRegistry | None = None,
+    payloads: MemoryPayloads | None = None,
+    executor: ThreadPoolExecutor | None = None,
+) -> ProcessorService:
+    return ProcessorService(
+        store=store or MemoryStore(),
+        payloads=payloads or MemoryPayloads(),
+        hooks=hooks or HookRegistry(),
+        executor=executor,
+        retention=timedelta(days=7),
+        clock=lambda: NOW,
+    )
+
+
+# -- ordering -----------------------------------------------------------------------------------
+
+
+def test_plan_groups_by_resource_and_sorts_by_sequence() -> None:
+    # Given records for two resources, one of them out of order, and one without a resource
+    messages = [
+        msg("m3", envelope_json("evt_3", seq=3)),
+        msg("m2", envelope_json("evt_2", seq=2)),
+        msg("x1", envelope_json("evt_x", resource="cus_2", seq=9)),
+        msg("m4", envelope_json("evt_4", seq=4)),
+        msg("n1", envelope_json("evt_n", resource=None)),
+    ]
+    # When
+    malformed, groups = plan(messages)
+    # Then
+    assert malformed == []
+    assert [[m.message_id for m, _ in g] for g in groups] == [["m2", "m3", "m4"], ["x1"], ["n1"]]
+
+
+def test_plan_keeps_copies_of_one_delivery_in_one_group_in_arrival_order() -> None:
+    body = envelope_json("evt_dup", resource=None)
+    malformed, groups = plan([msg("a", body), msg("b", body)])
+    assert malformed == []
+    assert [[m.message_id for m, _ in g] for g in groups] == [["a", "b"]]
+
+
+def test_plan_separates_malformed_with_reason() -> None:
+    malformed, groups = plan([msg("bad", '{"source":"stripe"}'), msg("junk", "not json")])
+    assert [r.message_id for r in malformed] == ["bad", "junk"]
+    assert all(r.outcome is Outcome.MALFORMED and r.reason for r in malformed)
+    assert groups == []
+
+
+def test_batch_out_of_order_within_one_batch_is_applied_in_order() -> None:
+    store = MemoryStore()
+    service = make_service(store, executor=ThreadPoolExecutor(4))
+    results = service.process_batch(
+        [msg("m3", envelope_json("evt_3", seq=3)), msg("m2", envelope_json("evt_2", seq=2))]
+    )
+    assert {k: r.outcome for k, r in results.items()} == {
+        "m3": Outcome.APPLIED,
+        "m2": Outcome.APPLIED,
+    }
+    assert store.calls == ["record evt_2", "record evt_3"]
+    assert store.watermarks[("stripe", "cus_1")] == 3
+
+
+def test_sequence_3_2_4_across_batches_is_applied_stale_applied() -> None:
+    store = MemoryStore()
+    service = make_service(store)
+    outcomes = [
+        service.process_batch([msg(f"m{s}", envelope_json(f"evt_{s}", seq=s))])[f"m{s}"].outcome
+        for s in (3, 2, 4)
+    ]
+    assert outcomes == [Outcome.APPLIED, Outcome.STALE, Outcome.APPLIED]
+    assert store.watermarks[("stripe", "cus_1")] == 4
+
+
+def test_equal_sequence_from_another_delivery_is_stale() -> None:
+    store = MemoryStore()
+    service = make_service(store)
+    first = service.process_message(msg("a", envelope_json("evt_a", seq=5)))
+    second = service.process_message(msg("b", envelope_json("evt_b", seq=5)))
+    assert (first.outcome, second.outcome) == (Outcome.APPLIED, Outcome.STALE)
+
+
+def test_same_delivery_twice_in_one_batch_is_applied_then_duplicate() -> None:
+    body = envelope_json("evt_dup")
+    results = make_service(executor=ThreadPoolExecutor(4)).process_batch(
+        [msg("a", body), msg("b", body)]
+    )
+    assert (results["a"].outcome, results["b"].outcome) == (Outcome.APPLIED, Outcome.DUPLICATE)
+
+
+# -- record fields --------------------------------------------------------------------------------
+
+
+def test_record_carries_ttl_from_retention_and_attempt_token() -> None:
+    seen: list[DeliveryRecord] = []
+
+    class Spy(MemoryStore):
+        def record(self, delivery: DeliveryRecord) -> StoreResult:
+            seen.append(delivery)
+            return super().record(delivery)
+
+    make_service(Spy()).process_message(msg("m1", envelope_json("evt_1"), receive_count=2))
+    (record,) = seen
+    assert record.expires_at == int((NOW + timedelta(days=7)).timestamp())
+    assert record.attempt_token == attempt_token(msg("m1", "", receive_count=2))
+    assert len(record.attempt_token) == 36
+    assert record.attempt_token != attempt_token(msg("m1", "", receive_count=3))
+
+
+# -- failures -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome"),
+    [
+        (TransientError("throttled"), Outcome.RETRY),
+        (StoreBugError("ValidationException"), Outcome.BUG),
+    ],
+)
+def test_store_errors_map_to_outcomes(error: Exception, outcome: Outcome) -> None:
+    store = MemoryStore(fail_with={"evt_1": error})
+    result = make_service(store).process_message(msg("m1", envelope_json("evt_1")))
+    assert result.outcome is outcome
+    assert not result.acknowledged
+    assert result.error is error
+
+
+def test_one_failing_record_does_not_fail_the_others() -> None:
+    store = MemoryStore(fail_with={"evt_b": TransientError("ThrottlingException")})
+    results = make_service(store, executor=ThreadPoolExecutor(4)).process_batch(
+        [
+            msg("a", envelope_json("evt_a", resource="r_a")),
+            msg("b", envelope_json("evt_b", resource="r_b")),
+            msg("c", envelope_json("evt_c", resource="r_c")),
+        ]
+    )
+    assert [k for k, r in results.items() if not r.acknowledged] == ["b"]
+
+
+# -- body integrity -------------------------------------------------------------------------------
+
+
+def test_inline_body_is_decoded_and_checked() -> None:
+    env = Envelope.from_json(envelope_json("evt_1", body=b'{"a":1.50}'))
+    assert load_body(env, MemoryPayloads()) == b'{"a":1.50}'
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"body_size": 3},
+        {"body_sha256": "0" * 64},
+        {"body_b64": "!!!not-base64!!!"},
+    ],
+)
+def test_inline_body_mismatch_is_malformed(over: dict[str, Any]) -> None:
+    result = make_service().process_message(msg("m1", envelope_json("evt_1", **over)))
+    assert result.outcome is Outcome.MALFORMED
+    assert result.reason
+
+
+def _claim_check_envelope(raw: bytes, **over: Any) -> str:
+    data = json.loads(envelope_json("evt_big"))
+    data.pop("body_b64")
+    data.update(
+        body_ref={"bucket": "payloads", "key": "stripe/evt_big"},
+        body_size=len(raw),
+        body_sha256=hashlib.sha256(raw).hexdigest(),
+    )
+    data.update(over)
+    return Envelope.model_validate(data).to_json()
+
+
+def test_claim_check_body_is_fetched_and_checked() -> None:
+    raw = b"x" * 300_000
+    seen: list[bytes] = []
+    hooks = HookRegistry()
+    hooks.register("stripe", None, lambda event: seen.append(event.body))
+    service = make_service(hooks=hooks, payloads=MemoryPayloads({"stripe/evt_big": raw}))
+    result = service.process_message(msg("m1", _claim_check_envelope(raw)))
+    assert result.outcome is Outcome.APPLIED
+    assert seen == [raw]
+
+
+def test_claim_check_body_altered_in_s3_is_malformed() -> None:
+    raw = b"x" * 1000
+    payloads = MemoryPayloads({"stripe/evt_big": raw[:-1] + b"y"})
+    result = make_service(payloads=payloads).process_message(msg("m1", _claim_check_envelope(raw)))
+    assert result.outcome is Outcome.MALFORMED
+    assert "sha256" in (result.reason or "")
+
+
+def test_claim_check_object_missing_is_malformed_and_s3_outage_is_retry() -> None:
+    raw = b"x" * 10
+    missing = make_service().process_message(msg("m1", _claim_check_envelope(raw)))
+    outage = make_service(
+        payloads=MemoryPayloads(error=PayloadUnavailableError("SlowDown"))
+    ).process_message(msg("m1", _claim_check_envelope(raw)))
+    assert (missing.outcome, outage.outcome) == (Outcome.MALFORMED, Outcome.RETRY)
+
+
+# -- hooks ----------------------------------------------------------------------------------------
+
+
+def test_hook_runs_after_apply_with_the_verified_event() -> None:
+    events: list[HookEvent] = []
+    hooks = HookRegistry()
+    hooks.register("stripe", "customer.updated", events.append)
+    store = MemoryStore()
+    result = make_service(store, hooks).process_message(msg("m1", envelope_json("evt_1", seq=7)))
+    assert (result.outcome, result.hook) == (Outcome.APPLIED, "ran")
+    (event,) = events
+    assert (event.idempotency_key, event.resource_key, event.sequence) == (
+        "stripe:evt_1",
+        "cus_1",
+        7,
+    )
+    assert event.json() == {"id": "evt_1"}
+    assert store.calls == ["record evt_1", "hook_done evt_1"]
+
+
+def test_hook_not_run_for_stale_or_completed_duplicate() -> None:
+    calls: list[str] = []
+    hooks = HookRegistry()
+    hooks.register("stripe", None, lambda e: calls.append(e.delivery_id))
+    service = make_service(MemoryStore(), hooks)
+    service.process_message(msg("a", envelope_json("evt_a", seq=5)))
+    stale = service.process_message(msg("b", envelope_json("evt_b", seq=4)))
+    dup = service.process_message(msg("c", envelope_json("evt_a", seq=5)))
+    assert calls == ["evt_a"]
+    assert (stale.outcome, stale.hook, dup.outcome, dup.hook) == (
+        Outcome.STALE,
+        None,
+        Outcome.DUPLICATE,
+        None,
+    )
+
+
+def test_hook_failure_is_retry_and_redelivery_runs_only_the_hook() -> None:
+    # Given a hook that fails once
+    attempts: list[str] = []
+
+    def flaky(event: HookEvent) -> None:
+        attempts.append(event.delivery_id)
+        if len(attempts) == 1:
+            raise RuntimeError("downstream 503")
+
+    hooks = HookRegistry()
+    hooks.register("stripe", "customer.updated", flaky)
+    store = MemoryStore()
+    service = make_service(store, hooks)
+    # When the delivery is processed, then redelivered
+    first = service.process_message(msg("m1", envelope_json("evt_1", seq=3)))
+    second = service.process_message(msg("m1", envelope_json("evt_1", seq=3), receive_count=2))
+    # Then the first is a retry, the second runs the hook only (no second apply)
+    assert (first.outcome, first.hook) == (Outcome.RETRY, "failed")
+    assert "downstream 503" in (first.reason or "")
+    assert (second.outcome, second.hook) == (Outcome.DUPLICATE, "ran")
+    assert attempts == ["evt_1", "evt_1"]
+    assert store.deliveries[("stripe", "evt_1")] == {
+        "outcome": Outcome.APPLIED,
+        "hook_state": HookState.DONE,
+    }
+    assert store.watermarks == {("stripe", "cus_1"): 3}
+
+
+def test_hook_registry_exact_event_type_wins_and_rejects_double_registration() -> None:
+    hooks = HookRegistry()
+
+    def specific(e: HookEvent) -> None: ...
+
+    def catch_all(e: HookEvent) -> None: ...
+
+    hooks.hook("stripe", "customer.updated")(specific)
+    hooks.hook("stripe")(catch_all)
+    assert hooks.find("stripe", "customer.updated") is specific
+    assert hooks.find("stripe", "invoice.paid") is catch_all
+    assert hooks.find("stripe", None) is catch_all
+    assert hooks.find("github", "push") is None
+    with pytest.raises(ConfigurationError):
+        hooks.register("stripe", "*", catch_all)
+
+
+def test_unimportable_hooks_module_fails_loudly() -> None:
+    load_hooks_module(None)
+    with pytest.raises(ConfigurationError, match="no_such_hooks_module"):
+        load_hooks_module("no_such_hooks_module")
+
+
+# -- settings ------------------------------------------------------------------------------------
+
+
+def test_settings_require_table_and_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TABLE_NAME", raising=False)
+    monkeypatch.setenv("PAYLOAD_BUCKET", "payloads")
+    with pytest.raises(ConfigurationError, match="table_name"):
+        ProcessorSettings.load()
+
+
+def test_settings_defaults_and_botocore_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TABLE_NAME", "deliveries")
+    monkeypatch.setenv("PAYLOAD_BUCKET", "payloads")
+    monkeypatch.setenv("MAX_WORKERS", "16")
+    monkeypatch.delenv("DELIVERY_RETENTION_DAYS", raising=False)
+    settings = ProcessorSettings.load()
+    config = settings.botocore_config()
+    assert (settings.delivery_retention_days, settings.max_workers) == (30, 16)
+    assert config.retries == {"mode": "standard", "max_attempts": 3}
+    assert (config.connect_timeout, config.read_timeout, config.max_pool_connections) == (
+        2.0,
+        5.0,
+        16,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("DELIVERY_RETENTION_DAYS", "0"), ("MAX_WORKERS", "x")]
+)
+def test_settings_reject_invalid_tuning(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv("TABLE_NAME", "deliveries")
+    monkeypatch.setenv("PAYLOAD_BUCKET", "payloads")
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError):
+        ProcessorSettings.load()
