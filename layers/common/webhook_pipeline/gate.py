@@ -178,7 +178,7 @@ def redis_client(url: str, connect_timeout_ms: int, read_timeout_ms: int) -> Any
     Notes
     -----
     No client-side retries: a slow or absent Redis must cost at most one timeout before the
-    ingest function fails open. The client does not send ``CLIENT SETINFO`` on connect.
+    ingest function fails open.
     """
     import redis
     from redis.backoff import NoBackoff
@@ -191,8 +191,6 @@ def redis_client(url: str, connect_timeout_ms: int, read_timeout_ms: int) -> Any
         retry=Retry(NoBackoff(), 0),
         retry_on_timeout=False,
         health_check_interval=0,
-        lib_name=None,
-        lib_version=None,
     )
 
 
