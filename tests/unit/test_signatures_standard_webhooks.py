@@ -1,0 +1,242 @@
+"""Standard Webhooks / Svix scheme: the spec vector, cross-checks with ``standardwebhooks``,
+svix-* aliases, signature lists and secret formats."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from datetime import UTC, datetime
+
+import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.signatures import build_scheme
+from webhook_pipeline.signatures.standard_webhooks import decode_secret
+
+pytestmark = pytest.mark.unit
+
+# Standard Webhooks spec / python library test vector.
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+MSG_ID = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+TS = 1614265330
+BODY = b'{"test": 2432232314}'
+SIGNATURE = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+OTHER_SECRET = "whsec_" + base64.b64encode(b"another key of 24 bytes!").decode()
+
+scheme = build_scheme("standard-webhooks")
+
+
+def headers(msg_id: str = MSG_ID, ts: int | str = TS, signature: str = SIGNATURE,
+            prefix: str = "webhook") -> dict[str, str]:
+    return {
+        f"{prefix}-id": msg_id,
+        f"{prefix}-timestamp": str(ts),
+        f"{prefix}-signature": signature,
+    }
+
+
+def request(hdrs: dict[str, str], body: bytes = BODY) -> WebhookRequest:
+    return WebhookRequest(
+        method="POST", source="standard-webhooks",
+        headers={k.lower(): v for k, v in hdrs.items()}, body=body,
+    )
+
+
+def sdk_sign(msg_id: str, ts: int, body: bytes, secret: str = SECRET) -> str:
+    return Webhook(secret).sign(msg_id, datetime.fromtimestamp(ts, tz=UTC), body.decode())
+
+
+def sdk_accepts(body: bytes, hdrs: dict[str, str], secret: str = SECRET) -> bool:
+    try:
+        Webhook(secret).verify(body, hdrs, json_parse=False)
+    except WebhookVerificationError:
+        return False
+    return True
+
+
+class TestSpecVector:
+    def test_vector_verifies(self) -> None:
+        result = scheme.verify(request(headers()), [SECRET], TS)
+        assert result.secret_index == 0
+        assert result.timestamp == TS
+
+    def test_sign_reproduces_the_vector(self) -> None:
+        assert scheme.sign(BODY, SECRET, timestamp=TS, delivery_id=MSG_ID) == headers()
+
+    def test_sdk_agrees_on_the_vector(self) -> None:
+        assert sdk_sign(MSG_ID, TS, BODY) == SIGNATURE
+
+
+class TestSdkCrossCheck:
+    BODIES = (BODY, b'{"type":"invoice.paid","data":{"id":"in_1"}}', "é ✓".encode(), b"x")
+
+    @pytest.mark.parametrize("body", BODIES)
+    def test_sdk_signatures_verify(self, body: bytes) -> None:
+        hdrs = headers(signature=sdk_sign(MSG_ID, TS, body))
+        assert scheme.verify(request(hdrs, body), [SECRET], TS).secret_index == 0
+
+    @pytest.mark.parametrize("body", BODIES)
+    def test_sdk_verifier_accepts_our_signature(self, body: bytes) -> None:
+        now = int(time.time())
+        ours = scheme.sign(body, SECRET, timestamp=now, delivery_id="msg_2")
+        assert sdk_accepts(body, ours)
+
+    def test_tampered_body_rejected_by_both(self) -> None:
+        now = int(time.time())
+        hdrs = headers(ts=now, signature=sdk_sign(MSG_ID, now, BODY))
+        tampered = b'{"test": 2432232315}'
+        assert not sdk_accepts(tampered, hdrs)
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs, tampered), [SECRET], now)
+        assert err.value.reason == "signature_invalid"
+
+    def test_wrong_secret_rejected_by_both(self) -> None:
+        now = int(time.time())
+        hdrs = headers(ts=now, signature=sdk_sign(MSG_ID, now, BODY, OTHER_SECRET))
+        assert not sdk_accepts(BODY, hdrs)
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs), [SECRET], now)
+        assert err.value.reason == "signature_invalid"
+
+    @pytest.mark.parametrize("change", ["id", "timestamp"])
+    def test_changed_signed_header_rejected_by_both(self, change: str) -> None:
+        now = int(time.time())
+        signature = sdk_sign(MSG_ID, now, BODY)
+        hdrs = (headers(msg_id="msg_other", ts=now, signature=signature) if change == "id"
+                else headers(ts=now - 1, signature=signature))
+        assert not sdk_accepts(BODY, hdrs)
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs), [SECRET], now)
+        assert err.value.reason == "signature_invalid"
+
+    @pytest.mark.parametrize(("offset", "reason"), [(-301, "timestamp_stale"),
+                                                    (301, "timestamp_future")])
+    def test_outside_tolerance_rejected_by_both(self, offset: int, reason: str) -> None:
+        now = int(time.time())
+        hdrs = headers(ts=now + offset, signature=sdk_sign(MSG_ID, now + offset, BODY))
+        assert not sdk_accepts(BODY, hdrs)
+        with pytest.raises(TimestampError) as err:
+            scheme.verify(request(hdrs), [SECRET], now)
+        assert err.value.reason == reason
+
+
+class TestSvixAliases:
+    def test_svix_headers_verify(self) -> None:
+        result = scheme.verify(request(headers(prefix="svix")), [SECRET], TS)
+        assert result == scheme.verify(request(headers()), [SECRET], TS)
+
+    def test_svix_headers_any_case(self) -> None:
+        hdrs = {"Svix-Id": MSG_ID, "Svix-Timestamp": str(TS), "Svix-Signature": SIGNATURE}
+        assert scheme.verify(request(hdrs), [SECRET], TS).secret_index == 0
+
+    def test_both_families_prefer_webhook_headers(self) -> None:
+        hdrs = headers() | headers(msg_id="msg_other", prefix="svix")
+        assert scheme.verify(request(hdrs), [SECRET], TS).timestamp == TS
+
+    def test_families_are_not_mixed(self) -> None:
+        # The signature of one family is checked with the id and timestamp of the same family.
+        hdrs = {"svix-id": MSG_ID, "svix-timestamp": str(TS), "webhook-signature": SIGNATURE}
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs), [SECRET], TS)
+        assert err.value.reason == "signature_malformed"
+
+    def test_no_signature_in_either_family(self) -> None:
+        hdrs = {"svix-id": MSG_ID, "svix-timestamp": str(TS), "webhook-id": MSG_ID}
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs), [SECRET], TS)
+        assert err.value.reason == "signature_missing"
+
+
+class TestSignatureList:
+    OTHER = sdk_sign(MSG_ID, TS, BODY, OTHER_SECRET)
+
+    @pytest.mark.parametrize("value", [
+        f"{OTHER} {SIGNATURE}",
+        f"{SIGNATURE} {OTHER}",
+        f"v1a,{SIGNATURE[3:]} {SIGNATURE}",
+        f"v2,abc {SIGNATURE}",
+        f"v1,not-base64 {SIGNATURE}",
+        f"garbage {SIGNATURE}",
+        f"{SIGNATURE}  {OTHER}",
+    ])
+    def test_a_matching_v1_anywhere_in_the_list(self, value: str) -> None:
+        assert scheme.verify(request(headers(signature=value)), [SECRET], TS).secret_index == 0
+
+    def test_both_keys_of_a_list_match(self) -> None:
+        value = f"{self.OTHER} {SIGNATURE}"
+        assert scheme.verify(request(headers(signature=value)), [OTHER_SECRET], TS)
+
+    @pytest.mark.parametrize("value", [
+        SIGNATURE[3:],                       # no version
+        "v1a," + SIGNATURE[3:],              # asymmetric only: not supported here
+        "v2," + SIGNATURE[3:],
+        "v1," + SIGNATURE[3:].rstrip("="),   # unpadded
+        "v1," + SIGNATURE[3:-2] + "!=",
+        "v1=" + SIGNATURE[3:],
+        "v1,",
+        SIGNATURE.replace(",", ", "),
+    ])
+    def test_no_usable_v1_is_malformed(self, value: str) -> None:
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(headers(signature=value)), [SECRET], TS)
+        assert err.value.reason == "signature_malformed"
+
+    def test_v1_of_another_length_is_invalid(self) -> None:
+        value = "v1," + base64.b64encode(b"\x00" * 16).decode()
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(headers(signature=value)), [SECRET], TS)
+        assert err.value.reason == "signature_invalid"
+
+    def test_missing_id_is_malformed(self) -> None:
+        hdrs = headers()
+        del hdrs["webhook-id"]
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs), [SECRET], TS)
+        assert err.value.reason == "signature_malformed"
+
+
+class TestSecrets:
+    RAW_KEY = base64.b64decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+
+    @pytest.mark.parametrize("secret", [
+        SECRET, SECRET.removeprefix("whsec_"),
+    ])
+    def test_prefixed_and_bare_base64_secrets(self, secret: str) -> None:
+        assert decode_secret(secret) == self.RAW_KEY
+        assert scheme.verify(request(headers()), [secret], TS).secret_index == 0
+        assert sdk_sign(MSG_ID, TS, BODY, secret) == SIGNATURE
+
+    def test_unpadded_secret_like_the_library(self) -> None:
+        key = b"a key of 25 bytes exactly"
+        unpadded = "whsec_" + base64.b64encode(key).decode().rstrip("=")
+        assert decode_secret(unpadded) == key
+        ours = scheme.sign(BODY, unpadded, timestamp=TS, delivery_id=MSG_ID)
+        assert ours["webhook-signature"] == sdk_sign(MSG_ID, TS, BODY, unpadded)
+
+    def test_the_whsec_string_is_not_the_key(self) -> None:
+        signed = f"{MSG_ID}.{TS}.".encode() + BODY
+        as_utf8 = hmac.new(SECRET.encode(), signed, hashlib.sha256).digest()
+        value = "v1," + base64.b64encode(as_utf8).decode()
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(headers(signature=value)), [SECRET], TS)
+        assert err.value.reason == "signature_invalid"
+
+    @pytest.mark.parametrize("secret", ["whsec_", "whsec_not base64!", "whsec_a", "whsec_===="])
+    def test_invalid_secret_is_a_configuration_error(self, secret: str) -> None:
+        with pytest.raises(ConfigurationError):
+            scheme.verify(request(headers()), [secret], TS)
+        with pytest.raises(ConfigurationError):
+            scheme.sign(BODY, secret, timestamp=TS, delivery_id=MSG_ID)
+
+    def test_configuration_error_does_not_show_the_secret(self) -> None:
+        with pytest.raises(ConfigurationError) as err:
+            decode_secret("whsec_s3cr3t-value!")
+        assert "s3cr3t" not in str(err.value)
+
+    def test_rotation(self) -> None:
+        assert scheme.verify(request(headers()), [OTHER_SECRET, SECRET], TS).secret_index == 1
+        with pytest.raises(VerificationError):
+            scheme.verify(request(headers()), [OTHER_SECRET], TS)
