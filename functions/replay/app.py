@@ -149,8 +149,7 @@ def lambda_handler(event: Any, context: LambdaContext) -> dict[str, Any]:
         safety_margin_ms=settings.safety_margin_ms,
         on_message=_log_message,
     )
-    if report.replayed:
-        count(MetricName.REPLAYED, report.replayed)
+    count(MetricName.REPLAYED, report.replayed)
     result = report.to_dict()
     logger.info("replay: done", **{k: v for k, v in result.items() if k != "would_replay"})
     return result
