@@ -7,7 +7,9 @@ Source of the scheme: Slack's "Verifying requests from Slack"
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.http import WebhookRequest
@@ -75,6 +77,25 @@ class SlackScheme(SignatureScheme):
         )
         self.check_fresh(timestamp, now)
         return Verification(secret_index=index, timestamp=timestamp)
+
+    def handshake(self, request: WebhookRequest) -> dict[str, Any] | None:
+        """Answer the Events API ``url_verification`` request with its ``challenge``.
+
+        Slack sends ``{"type": "url_verification", "challenge": "..."}`` (signed like any
+        request) when an endpoint is registered and expects the challenge back in a 200.
+        Source: Slack Events API docs, "url_verification event".
+        """
+        if b"url_verification" not in request.body:
+            return None
+        try:
+            doc = json.loads(request.body)
+        except ValueError:
+            return None
+        if isinstance(doc, dict) and doc.get("type") == "url_verification":
+            challenge = doc.get("challenge")
+            if isinstance(challenge, str):
+                return {"challenge": challenge}
+        return None
 
     def sign(self, body: bytes, secret: str, *, timestamp: int, delivery_id: str) -> dict[str, str]:
         """Return the two Slack headers; ``timestamp`` is Unix seconds, ``delivery_id`` unused

@@ -1,0 +1,348 @@
+"""Invariants I1, I2, I6, I7 of the ingest function under injected faults, and cases C06, C07,
+against a real Redis (a private redis-server where the test stops it) and moto."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import botocore.client
+import pytest
+import redis
+from botocore.exceptions import ClientError
+from webhook_pipeline.gate import ClaimOutcome, RedisGate, gate_key
+from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+
+from tests.integration.ingest_harness import IngestHarness
+
+pytestmark = pytest.mark.integration
+SOURCES = example_sources()
+
+
+def event_for(source: str = "github", **kw):
+    return http_api_event(signed_delivery(SOURCES[source], **kw))
+
+
+def data_commands(stats: dict) -> dict[str, int]:
+    """Calls per command from INFO commandstats, without the test's own CONFIG/INFO."""
+    return {
+        k: v["calls"]
+        for k, v in stats.items()
+        if not k.startswith(("cmdstat_config", "cmdstat_info"))
+    }
+
+
+def metric_total(stdout: str, name: str) -> float:
+    total = 0.0
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            value = json.loads(line).get(name, 0)
+            total += sum(value) if isinstance(value, list) else value
+    return total
+
+
+@pytest.fixture
+def aws_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every AWS API call made through botocore during the test, as (service, operation)."""
+    calls: list[tuple[str, str]] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def recording(self, operation_name, api_params):
+        calls.append((self.meta.service_model.service_name, operation_name))
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    return calls
+
+
+def throttle(*_args, **_kwargs):
+    raise ClientError(
+        {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "SendMessage"
+    )
+
+
+# -- I1 / C07: claim, then the enqueue fails ---------------------------------------------------
+
+
+def test_c07_enqueue_failure_releases_the_claim_answers_503_and_the_retry_is_accepted(
+    ingest: IngestHarness, monkeypatch: pytest.MonkeyPatch, redis_url: str
+) -> None:
+    # Given SendMessage raises after the claim succeeded
+    event = event_for("github", delivery_id="c07-delivery")
+    queue = ingest.app.service().queue
+    monkeypatch.setattr(queue.client, "send_message", throttle)
+    # When the sender posts
+    failed = ingest.invoke(event)
+    # Then 503 with Retry-After, the claim released, nothing enqueued
+    assert failed["statusCode"] == 503
+    assert failed["headers"]["retry-after"] == "5"
+    assert json.loads(failed["body"])["reason"] == "enqueue_failed"
+    assert redis.Redis.from_url(redis_url).dbsize() == 0
+    # When SQS recovers and the sender retries the same delivery
+    monkeypatch.undo()
+    retried = ingest.invoke(event)
+    # Then it is accepted and enqueued exactly once
+    assert retried["statusCode"] == 202
+    assert [e["delivery_id"] for e in ingest.envelopes()] == ["c07-delivery"]
+
+
+@pytest.mark.parametrize("exc", [ConnectionResetError("reset"), TimeoutError("read timeout")])
+def test_any_enqueue_exception_is_503_never_a_lost_delivery(ingest, monkeypatch, exc) -> None:
+    event = event_for("shopify")
+
+    def boom(*_a, **_k):
+        raise exc
+
+    monkeypatch.setattr(ingest.app.service().queue.client, "send_message", boom)
+    assert ingest.invoke(event)["statusCode"] == 503
+    monkeypatch.undo()
+    assert ingest.invoke(event)["statusCode"] == 202
+
+
+def test_claim_check_upload_failure_is_503_and_released(
+    make_ingest, monkeypatch, redis_url
+) -> None:
+    harness = make_ingest(INLINE_BODY_MAX_BYTES=10)
+    event = event_for("github")
+
+    def s3_down(*_a, **_k):
+        raise ClientError({"Error": {"Code": "SlowDown", "Message": "x"}}, "PutObject")
+
+    monkeypatch.setattr(harness.app.service().payloads._client, "put_object", s3_down)
+    assert harness.invoke(event)["statusCode"] == 503
+    assert redis.Redis.from_url(redis_url).dbsize() == 0
+    assert harness.messages() == []
+    monkeypatch.undo()
+    assert harness.invoke(event)["statusCode"] == 202
+
+
+def test_a_pending_claim_of_another_request_is_503_in_flight_not_duplicate(
+    ingest, redis_url
+) -> None:
+    # Given another invocation claimed the delivery and has not enqueued it yet (or crashed)
+    gate = RedisGate(redis.Redis.from_url(redis_url))
+    key = gate_key("whd:", "github", "in-flight-1")
+    assert gate.claim(key, "other-token", 30) is ClaimOutcome.CLAIMED
+    # When the sender's retry arrives
+    response = ingest.invoke(event_for("github", delivery_id="in-flight-1"))
+    # Then it is told to retry (I1: never "duplicate" before a copy is durably enqueued)
+    assert response["statusCode"] == 503
+    assert json.loads(response["body"])["reason"] == "delivery_in_flight"
+    assert "retry-after" in response["headers"]
+    assert ingest.messages() == []
+
+
+def test_pending_claim_ttl_is_short_and_confirmed_claim_covers_the_retry_horizon(
+    ingest, redis_url
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    gate = RedisGate(client)
+    key = gate_key("whd:", "github", "ttl-check")
+    gate.claim(key, "tok", 30)
+    assert 0 < client.ttl(key) <= 30
+    gate.release(key, "tok")
+    assert ingest.invoke(event_for("github", delivery_id="ttl-check"))["statusCode"] == 202
+    assert client.ttl(key) > 259_200 - 60
+    assert client.get(key).startswith(b"d:")
+
+
+def test_release_never_deletes_a_claim_taken_over_by_another_token(redis_url) -> None:
+    client = redis.Redis.from_url(redis_url)
+    gate = RedisGate(client)
+    key = gate_key("whd:", "github", "takeover")
+    gate.claim(key, "mine", 30)
+    client.set(key, "p:theirs")  # our claim expired and another invocation claimed it
+    assert gate.release(key, "mine") is False
+    assert client.get(key) == b"p:theirs"
+    assert gate.confirm(key, "mine", 600) is False
+    assert client.get(key) == b"p:theirs"
+
+
+# -- C06: redis-py SET NX result ---------------------------------------------------------------
+
+
+def test_c06_set_nx_results_and_the_gate_reading_of_them(redis_url, ingest, aws_calls) -> None:
+    client = redis.Redis.from_url(redis_url)
+    # The exact redis-py behaviour of the case: True, then None (not False)
+    assert client.set("k", "v", nx=True, ex=60) is True
+    assert client.set("k", "v", nx=True, ex=60) is None
+    # With GET (what the gate sends) the answer is the previous value: None means "claimed"
+    assert client.set("k2", "v", nx=True, ex=60, get=True) is None
+    assert client.set("k2", "w", nx=True, ex=60, get=True) == b"v"
+    # The duplicate path sends nothing to SQS and answers 200
+    event = event_for("github")
+    assert ingest.invoke(event)["statusCode"] == 202
+    aws_calls.clear()
+    duplicate = ingest.invoke(event)
+    assert duplicate["statusCode"] == 200
+    assert [c for c in aws_calls if c[0] == "sqs"] == []
+
+
+# -- I2: verify before claim --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["bad_signature", "stale", "future", "nan_timestamp", "missing"])
+def test_i2_unauthenticated_requests_never_touch_redis_sqs_or_s3(
+    ingest, redis_url, aws_calls, case
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    now = int(time.time())
+    if case == "bad_signature":
+        event = event_for("stripe", secret="whsec_wrong")
+    elif case == "stale":
+        event = event_for("stripe", timestamp=now - 3600)
+    elif case == "future":
+        event = event_for("stripe", timestamp=now + 3600)
+    elif case == "nan_timestamp":
+        event = event_for("slack")
+        event["headers"]["x-slack-request-timestamp"] = "nan"
+    else:
+        event = event_for("stripe")
+        del event["headers"]["stripe-signature"]
+    ingest.invoke(event_for("github"))  # warm: secrets cached, clients built
+    aws_calls.clear()
+    client.config_resetstat()
+    response = ingest.invoke(event)
+    assert response["statusCode"] == 401
+    stats = client.info("commandstats")
+    assert data_commands(stats) == {}
+    assert [c for c in aws_calls if c[0] in {"sqs", "s3", "dynamodb"}] == []
+
+
+# -- I6: acknowledge fast: nothing waits on processing -------------------------------------------
+
+
+def test_i6_accepting_costs_two_redis_commands_one_sqs_call_and_nothing_else(
+    ingest, aws_calls, monkeypatch
+) -> None:
+    ingest.invoke(event_for("github"))  # warm (secrets fetched and cached, scripts loaded)
+    client = ingest.app.service().gate.client
+    sent: list[str] = []
+    original = client.execute_command
+
+    def recording(*args, **kwargs):
+        sent.append(str(args[0]))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(client, "execute_command", recording)
+    aws_calls.clear()
+    assert ingest.invoke(event_for("github"))["statusCode"] == 202
+    # Commands sent to Redis (round trips): the claim and the confirm script
+    assert sent == ["SET", "EVALSHA"]
+    assert aws_calls == [("sqs", "SendMessage")]
+    sent.clear()
+    aws_calls.clear()
+    event = event_for("github")
+    ingest.invoke(event)
+    sent.clear()
+    aws_calls.clear()
+    assert ingest.invoke(event)["statusCode"] == 200
+    assert sent == ["SET"]
+    assert aws_calls == []
+
+
+# -- I7: Redis down, slow or flushed ------------------------------------------------------------
+
+
+def test_i7_redis_stopped_mid_run_fails_open_and_recovers(
+    make_ingest, redis_factory, capsys
+) -> None:
+    server = redis_factory()
+    harness = make_ingest(REDIS_URL=server.url)
+    first = event_for("github", delivery_id="before-outage")
+    assert harness.invoke(first)["statusCode"] == 202
+
+    server.stop()  # the test's own redis-server, never the machine's
+    capsys.readouterr()
+    during = harness.invoke(event_for("github", delivery_id="during-outage"))
+    retry_of_first = harness.invoke(first)
+    assert during["statusCode"] == 202
+    # Without the gate a duplicate is enqueued again; DynamoDB records it once.
+    assert retry_of_first["statusCode"] == 202
+    assert metric_total(capsys.readouterr().out, "GateUnavailable") == 2
+
+    server.start()  # same port, empty: the gate works again
+    after = event_for("github", delivery_id="after-outage")
+    assert harness.invoke(after)["statusCode"] == 202
+    assert harness.invoke(after)["statusCode"] == 200
+    gates = {
+        e["delivery_id"]: e["gate"]
+        for e in harness.envelopes()
+        if e["delivery_id"] != "before-outage"
+    }
+    assert gates == {"during-outage": "bypassed", "after-outage": "claimed"}
+
+
+def test_i7_fail_closed_answers_503_when_redis_is_down(make_ingest, redis_factory) -> None:
+    server = redis_factory()
+    harness = make_ingest(REDIS_URL=server.url, GATE_FAIL_MODE="closed")
+    server.stop()
+    response = harness.invoke(event_for("github"))
+    assert response["statusCode"] == 503
+    assert json.loads(response["body"])["reason"] == "gate_unavailable"
+    assert "retry-after" in response["headers"]
+    assert harness.messages() == []
+
+
+@pytest.fixture
+def silent_redis() -> Iterator[str]:
+    """A TCP listener that accepts connections and never answers (a hung Redis)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+                held.append(conn)
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_i7_a_hung_redis_costs_one_bounded_timeout_then_fails_open(
+    make_ingest, silent_redis
+) -> None:
+    harness = make_ingest(
+        REDIS_URL=silent_redis, REDIS_READ_TIMEOUT_MS=150, GATE_COOLDOWN_SECONDS=60
+    )
+    started = time.monotonic()
+    first = harness.invoke(event_for("github"))
+    second = harness.invoke(event_for("github"))  # within the cooldown: gate skipped, no wait
+    elapsed = time.monotonic() - started
+    assert (first["statusCode"], second["statusCode"]) == (202, 202)
+    # Functional bound (no hang, no client retries), not a speed target: one 150 ms timeout.
+    assert elapsed < 5
+    assert {e["gate"] for e in harness.envelopes()} == {"bypassed"}
+
+
+def test_i7_redis_flushed_lets_a_duplicate_through_to_the_queue(ingest, redis_url) -> None:
+    event = event_for("github", delivery_id="flushed")
+    assert ingest.invoke(event)["statusCode"] == 202
+    redis.Redis.from_url(redis_url).flushdb()
+    # The fast filter forgot it: enqueued again (the processor's conditional write is the guarantee)
+    assert ingest.invoke(event)["statusCode"] == 202
+    assert ingest.invoke(event)["statusCode"] == 200
+    assert [e["delivery_id"] for e in ingest.envelopes()] == ["flushed", "flushed"]
+
+
+def test_gate_unreachable_host_fails_open(make_ingest) -> None:
+    from tests.conftest import free_port
+
+    harness = make_ingest(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
+    assert harness.invoke(event_for("github"))["statusCode"] == 202
