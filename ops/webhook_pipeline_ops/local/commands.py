@@ -1,0 +1,108 @@
+"""CLI commands of the local stack: ``local run``, ``local stop``, ``local demo`` and ``send``.
+
+Registered in ``webhook_pipeline_ops.cli`` through :func:`register`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+from webhook_pipeline_ops import simulator
+from webhook_pipeline_ops.local import stack as local_stack
+
+
+def register(subparsers: Any) -> None:
+    """Add ``local {run,stop,demo}`` and ``send``."""
+    local = subparsers.add_parser(
+        "local", help="run the whole pipeline on this machine (no AWS account, no Docker)",
+        description="The local stack: Redis, a moto server, the template's resources, the ingest "
+                    "function behind http://127.0.0.1:3000/webhooks/{source} and the processor "
+                    "behind an SQS poller. See docs/local-stack.md.")
+    sub = local.add_subparsers(dest="local_command", metavar="ACTION", required=True)
+
+    run = sub.add_parser("run", help="start the local stack (foreground; Ctrl-C stops it)")
+    local_stack.add_run_arguments(run)
+    run.add_argument("--background", action="store_true",
+                     help="start detached, wait until ready, print the endpoints and return")
+    run.add_argument("--ready-timeout", type=float, default=90.0,
+                     help="seconds to wait for readiness with --background (90)")
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    run.set_defaults(func=_cmd_run)
+
+    stop = sub.add_parser("stop", help="stop a local stack started in the background")
+    stop.add_argument("--state-dir", help="folder of the stack's files (default: .local-stack)")
+    stop.set_defaults(func=_cmd_stop)
+
+    demo = sub.add_parser("demo", help="send a short mixed scenario and show the results "
+                                       "(starts the stack in the background if needed)")
+    local_stack.add_run_arguments(demo)
+    demo.set_defaults(func=_cmd_demo, visibility_timeout_default=2)
+
+    simulator.register(subparsers)
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    for noisy in ("botocore", "boto3", "urllib3", "werkzeug", "s3transfer"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def background_argv(args: argparse.Namespace) -> list[str]:
+    """The ``local run`` options of ``args`` as an argv (without ``--background``)."""
+    argv = ["--host", args.host, "--port", str(args.port), "--moto-port", str(args.moto_port),
+            "--redis", args.redis, "--stack-name", args.stack_name, "--region", args.region]
+    for flag, value in (("--template", args.template), ("--redis-url", args.redis_url),
+                        ("--visibility-timeout", args.visibility_timeout),
+                        ("--state-dir", args.state_dir)):
+        if value is not None:
+            argv += [flag, str(value)]
+    for item in args.parameter or []:
+        argv += ["--parameter", item]
+    if args.random_secrets:
+        argv.append("--random-secrets")
+    if getattr(args, "verbose", False):
+        argv.append("--verbose")
+    return argv
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    _configure_logging(args.verbose)
+    if args.background:
+        try:
+            ready = local_stack.start_background(background_argv(args), args.state_dir,
+                                                 timeout=args.ready_timeout)
+        except local_stack.StackError as exc:
+            print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
+            return 1
+        print(json.dumps(ready, indent=2))
+        print(f"local stack running in the background (pid {ready['pid']}); "
+              "stop it with `webhook-pipeline local stop`")
+        return 0
+    try:
+        options = local_stack.Options.from_args(args)
+    except local_stack.StackError as exc:
+        print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
+        return 2
+    return local_stack.run(options)
+
+
+def _cmd_stop(args: argparse.Namespace) -> int:
+    if local_stack.stop_running(args.state_dir):
+        print("local stack stopped.")
+    else:
+        print("no local stack is running.")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from webhook_pipeline_ops.local import demo
+
+    _configure_logging(False)
+    logging.getLogger().setLevel(logging.WARNING)
+    return demo.run_demo(args)

@@ -1,0 +1,327 @@
+"""A local stand-in for the HTTP API: HTTP requests -> API Gateway payload 2.0 events.
+
+Each request on a route of the template (``POST /webhooks/{source}``) becomes the event the
+deployed function receives: raw body preserved (``isBase64Encoded`` for anything that is not
+UTF-8 text), header names lower-cased and repeated headers joined with ``","``, cookies moved to
+``cookies``, ``pathParameters``, ``rawPath``, ``rawQueryString``, ``queryStringParameters``
+(repeated values joined with ``","``) and ``requestContext.http``. The function's
+``{statusCode, headers, body}`` answer is mapped back to HTTP as API Gateway does (a result
+without ``statusCode`` is sent as a JSON 200; a handler exception is a 500).
+
+Besides the routes: ``GET /health`` (readiness) and a minimal Lambda ``Invoke`` endpoint
+(``POST /2015-03-31/functions/{name}/invocations``) so that boto3's ``lambda.invoke`` with
+``AWS_ENDPOINT_URL_LAMBDA`` pointing here reaches the in-process functions (the replay function).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from webhook_pipeline_ops.local.provision import HttpRoute
+from webhook_pipeline_ops.local.runtime import LocalFunction
+
+log = logging.getLogger(__name__)
+
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # HTTP API payload limit
+_TEXT_TYPES = re.compile(
+    r"^(text/|application/(json|[\w.+-]+\+json|xml|[\w.+-]+\+xml|x-www-form-urlencoded|javascript"
+    r"|graphql))", re.IGNORECASE)
+_INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
+
+
+def _route_regex(path: str) -> re.Pattern[str]:
+    pattern = ""
+    for part in re.split(r"(\{[^}]+\})", path):
+        if part.startswith("{") and part.endswith("}"):
+            name = part[1:-1]
+            pattern += (f"(?P<{name[:-1]}>.+)" if name.endswith("+") else f"(?P<{name}>[^/]+)")
+        else:
+            pattern += re.escape(part)
+    return re.compile(f"^{pattern}$")
+
+
+class Route:
+    """One ``METHOD /path/{param}`` route of the API and the function behind it."""
+
+    def __init__(self, route: HttpRoute, function: LocalFunction) -> None:
+        self.method = route.method
+        self.path = route.path
+        self.function = function
+        self.regex = _route_regex(route.path)
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.method} {self.path}" if self.method != "ANY" else f"ANY {self.path}"
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        if self.method not in ("ANY", method):
+            return None
+        m = self.regex.match(path)
+        return {k: unquote(v) for k, v in m.groupdict().items()} if m else None
+
+
+def is_text(content_type: str | None, body: bytes) -> bool:
+    """Whether API Gateway would pass ``body`` as text (else base64 with isBase64Encoded)."""
+    if not body:
+        return True
+    if content_type and not _TEXT_TYPES.match(content_type.strip()):
+        return False
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def build_event(*, method: str, target: str, headers: list[tuple[str, str]], body: bytes,
+                route_key: str, path_parameters: Mapping[str, str], source_ip: str,
+                host: str) -> dict[str, Any]:
+    """The API Gateway HTTP API (payload format 2.0) event for one request.
+
+    Parameters
+    ----------
+    target : str
+        The request target (path and query string, as received).
+    headers : list[tuple[str, str]]
+        Header pairs in arrival order (repeated names kept).
+    body : bytes
+        The exact received body.
+    """
+    split = urlsplit(target)
+    folded: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in headers:
+        key = name.lower()
+        if key == "cookie":
+            cookies.extend(c.strip() for c in value.split(";") if c.strip())
+            continue
+        folded[key] = f"{folded[key]},{value}" if key in folded else value
+    query: dict[str, str] = {}
+    for k, v in parse_qsl(split.query, keep_blank_values=True):
+        query[k] = f"{query[k]},{v}" if k in query else v
+    now = datetime.now(UTC)
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": split.path,
+        "rawQueryString": split.query,
+        "headers": folded,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": host,
+            "domainPrefix": host.split(".")[0].split(":")[0],
+            "http": {
+                "method": method,
+                "path": split.path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": folded.get("user-agent", ""),
+            },
+            "requestId": base64.b32encode(uuid.uuid4().bytes)[:16].decode(),
+            "routeKey": route_key,
+            "stage": "$default",
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now.timestamp() * 1000),
+        },
+        "isBase64Encoded": False,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if query:
+        event["queryStringParameters"] = query
+    if path_parameters:
+        event["pathParameters"] = dict(path_parameters)
+    if body:
+        if is_text(folded.get("content-type"), body):
+            event["body"] = body.decode("utf-8")
+        else:
+            event["body"] = base64.b64encode(body).decode("ascii")
+            event["isBase64Encoded"] = True
+    return event
+
+
+def response_from_result(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Map a handler result to (status, headers, body) as HTTP API payload 2.0 does."""
+    if not isinstance(result, dict) or "statusCode" not in result:
+        body = json.dumps(result).encode()
+        return 200, [("content-type", "application/json")], body
+    status = int(result["statusCode"])
+    headers = [(str(k), str(v)) for k, v in (result.get("headers") or {}).items()]
+    for k, values in (result.get("multiValueHeaders") or {}).items():
+        headers.extend((str(k), str(v)) for v in values)
+    headers.extend(("set-cookie", str(c)) for c in result.get("cookies") or [])
+    raw = result.get("body")
+    if raw is None:
+        body = b""
+    elif result.get("isBase64Encoded"):
+        body = base64.b64decode(raw)
+    else:
+        body = raw.encode() if isinstance(raw, str) else json.dumps(raw).encode()
+    return status, headers, body
+
+
+class Gateway:
+    """The threaded HTTP server in front of the in-process functions."""
+
+    def __init__(self, host: str, port: int, routes: list[Route],
+                 functions: Mapping[str, LocalFunction],
+                 on_request: Callable[[str, str, int, float], None] | None = None) -> None:
+        self.routes = routes
+        self.functions = dict(functions)  # by physical and logical name, for Invoke
+        self.on_request = on_request
+        self.server = ThreadingHTTPServer((host, port), self._handler_class())
+        self.server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.server.serve_forever, name="http-gateway",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        gateway = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            server_version = "webhook-pipeline-local"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("%s - %s", self.address_string(), format % args)
+
+            def _read_body(self) -> bytes | None:
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    chunks = []
+                    total = 0
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            break
+                        total += size
+                        if total > MAX_PAYLOAD_BYTES:
+                            return None
+                        chunks.append(self.rfile.read(size))
+                        self.rfile.readline()
+                    return b"".join(chunks)
+                length = int(self.headers.get("Content-Length") or 0)
+                if length > MAX_PAYLOAD_BYTES:
+                    return None
+                return self.rfile.read(length) if length else b""
+
+            def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+                self.send_response(status)
+                names = {k.lower() for k, _ in headers}
+                for k, v in headers:
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(k, v)
+                if "content-type" not in names and body:
+                    self.send_header("content-type", "application/json")
+                self.send_header("apigw-requestid", uuid.uuid4().hex[:16])
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def _json(self, status: int, doc: Any) -> None:
+                self._send(status, [("content-type", "application/json")],
+                           json.dumps(doc).encode())
+
+            def _dispatch(self) -> None:
+                started = time.perf_counter()
+                status = 500
+                try:
+                    status = self._handle()
+                finally:
+                    if gateway.on_request is not None:
+                        gateway.on_request(self.command, self.path, status,
+                                           (time.perf_counter() - started) * 1000)
+
+            def _handle(self) -> int:
+                path = urlsplit(self.path).path
+                if path == "/health" and self.command in ("GET", "HEAD"):
+                    self._json(200, {"status": "ok"})
+                    return 200
+                body = self._read_body()
+                if body is None:
+                    self.close_connection = True
+                    self._json(413, {"message": "Request Entity Too Large"})
+                    return 413
+                invoke = _INVOKE_PATH.match(path)
+                if invoke and self.command == "POST":
+                    return self._invoke(unquote(invoke.group("name")), body)
+                for route in gateway.routes:
+                    params = route.match(self.command, path)
+                    if params is None:
+                        continue
+                    event = build_event(
+                        method=self.command, target=self.path,
+                        headers=list(self.headers.items()), body=body,
+                        route_key=route.route_key, path_parameters=params,
+                        source_ip=self.client_address[0],
+                        host=self.headers.get("Host") or "127.0.0.1",
+                    )
+                    try:
+                        result = route.function.invoke(event)
+                    except Exception:
+                        log.error("%s raised:\n%s", route.function.spec.logical_id,
+                                  traceback.format_exc())
+                        self._json(500, {"message": "Internal Server Error"})
+                        return 500
+                    status, headers, out = response_from_result(result)
+                    self._send(status, headers, out)
+                    return status
+                self._json(404, {"message": "Not Found"})
+                return 404
+
+            def _invoke(self, name: str, body: bytes) -> int:
+                fn = gateway.functions.get(name.rsplit(":", 1)[-1])
+                if fn is None:
+                    self._send(404, [("x-amzn-errortype", "ResourceNotFoundException")],
+                               json.dumps({"Type": "User", "Message":
+                                           f"Function not found: {name}"}).encode())
+                    return 404
+                try:
+                    payload = json.loads(body) if body else {}
+                    result = fn.invoke(payload)
+                except Exception as exc:
+                    log.error("%s raised:\n%s", fn.spec.logical_id, traceback.format_exc())
+                    doc = {"errorMessage": str(exc), "errorType": type(exc).__name__,
+                           "stackTrace": traceback.format_exc().splitlines()}
+                    self._send(200, [("x-amz-function-error", "Unhandled"),
+                                     ("x-amz-executed-version", "$LATEST")],
+                               json.dumps(doc).encode())
+                    return 200
+                self._send(200, [("x-amz-executed-version", "$LATEST")],
+                           json.dumps(result).encode())
+                return 200
+
+            def do_POST(self) -> None:
+                self._dispatch()
+
+            do_GET = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_POST
+
+        return Handler

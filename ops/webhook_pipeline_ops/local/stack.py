@@ -1,0 +1,590 @@
+"""``webhook-pipeline local run``: start the whole pipeline on this machine.
+
+Start order: Redis (:mod:`.redis_runtime`), a moto server on 127.0.0.1, the resources of
+``template.yaml`` (:mod:`.provision`), the development secrets of the example sources, the
+functions (cold start with their template environment), the HTTP gateway and the SQS pollers.
+Then ``.local-stack/outputs.json``, ``secrets.json`` and ``ready`` are written. SIGINT/SIGTERM
+stop everything in the reverse order (threads joined, the redis-server this stack started
+terminated by its PID) and remove ``ready``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import logging
+import os
+import secrets as random_secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from webhook_pipeline_ops.local import (
+    LOG_FILE,
+    OUTPUTS_FILE,
+    PID_FILE,
+    READY_FILE,
+    SECRETS_FILE,
+    project_root,
+    state_dir,
+)
+from webhook_pipeline_ops.local.http_gateway import Gateway, Route
+from webhook_pipeline_ops.local.poller import SqsPoller
+from webhook_pipeline_ops.local.provision import HttpRoute, Stack, provision
+from webhook_pipeline_ops.local.redis_runtime import RedisRuntime, start_redis
+from webhook_pipeline_ops.local.runtime import LocalFunction
+
+log = logging.getLogger("webhook_pipeline_ops.local")
+
+REGION = "us-east-1"
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",  # moto accepts any credentials
+    "AWS_SESSION_TOKEN": "testing",
+}
+DEFAULT_ROUTE = HttpRoute(method="POST", path="/webhooks/{source}")
+
+
+class StackError(Exception):
+    """The local stack cannot start (port in use, bad template, a function fails its init)."""
+
+
+@dataclass
+class Options:
+    """Options of ``local run`` (see :func:`add_run_arguments`)."""
+
+    host: str = "127.0.0.1"
+    port: int = 3000
+    moto_port: int = 0
+    template: Path | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
+    visibility_timeout: int | None = None
+    redis_url: str | None = None
+    redis_mode: str = "auto"
+    state_dir: Path | None = None
+    stack_name: str = "webhook-pipeline-local"
+    region: str = REGION
+    random_secrets: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Options:
+        params = {}
+        for item in args.parameter or []:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise StackError(f"--parameter {item!r}: expected Key=Value")
+            params[key] = value
+        return cls(host=args.host, port=args.port, moto_port=args.moto_port,
+                   template=Path(args.template) if args.template else None, parameters=params,
+                   visibility_timeout=args.visibility_timeout,
+                   redis_url=args.redis_url if args.redis_url is not None
+                   else os.environ.get("REDIS_URL") or None,
+                   redis_mode=args.redis,
+                   state_dir=Path(args.state_dir) if args.state_dir else None,
+                   stack_name=args.stack_name, region=args.region,
+                   random_secrets=args.random_secrets)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``local run`` (also accepted by ``local demo``)."""
+    parser.add_argument("--host", default="127.0.0.1", help="gateway bind address (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=3000,
+                        help="gateway port: http://HOST:PORT/webhooks/{source} (3000; 0 = free)")
+    parser.add_argument("--moto-port", type=int, default=0,
+                        help="moto server port on 127.0.0.1 (default: a free port)")
+    parser.add_argument("--template", help="SAM template (default: template.yaml of the repo)")
+    parser.add_argument("--parameter", action="append", metavar="KEY=VALUE",
+                        help="template parameter override (repeatable)")
+    parser.add_argument("--visibility-timeout", type=int, metavar="SECONDS",
+                        help="override every queue's VisibilityTimeout (e.g. 2 for demos/tests: "
+                             "a poison message then reaches the DLQ in seconds)")
+    parser.add_argument("--redis-url", default=None,
+                        help="use this Redis (default: $REDIS_URL, else start redis-server)")
+    parser.add_argument("--redis", choices=("auto", "server", "in-process"), default="auto",
+                        help="auto: redis-server if installed, else an in-process stand-in")
+    parser.add_argument("--state-dir",
+                        help="folder of outputs.json, secrets.json, ready "
+                             "(default: .local-stack or $WEBHOOK_PIPELINE_LOCAL_DIR)")
+    parser.add_argument("--stack-name", default="webhook-pipeline-local",
+                        help="AWS::StackName for resource names")
+    parser.add_argument("--region", default=REGION, help="region of the emulated resources")
+    parser.add_argument("--random-secrets", action="store_true",
+                        help="random signing secrets instead of the documented dev secrets")
+
+
+# ------------------------------------------------------------------------------------------------
+# secrets
+
+
+def dev_secret(source_name: str, scheme: str, *, random: bool) -> str:
+    """The development signing secret of a source.
+
+    The documented fixed values of :data:`webhook_pipeline_ops.samples.DEV_SECRETS` (the same the
+    committed ``events/`` are signed with) unless ``random``; Standard Webhooks secrets are
+    ``whsec_`` + base64 of the key bytes.
+    """
+    if not random:
+        with contextlib.suppress(ImportError, KeyError):
+            from webhook_pipeline_ops.samples import DEV_SECRETS
+
+            return DEV_SECRETS[source_name]
+    if scheme == "standard-webhooks":
+        return "whsec_" + base64.b64encode(random_secrets.token_bytes(24)).decode()
+    if scheme == "stripe":
+        return "whsec_" + random_secrets.token_hex(16)
+    return random_secrets.token_hex(20)
+
+
+def seed_secrets(secretsmanager: Any, prefix: str, sources_file: Path | None,
+                 *, random: bool) -> dict[str, Any]:
+    """Create one secret per source under ``prefix``; return the ``secrets.json`` document."""
+    from webhook_pipeline.signatures import SCHEMES
+    from webhook_pipeline.sources import load_sources
+
+    sources = load_sources(sources_file, known_schemes=set(SCHEMES) or None)
+    doc: dict[str, Any] = {"secrets_prefix": prefix, "sources": {}}
+    for name, source in sources.items():
+        value = dev_secret(name, source.scheme, random=random)
+        secret_id = f"{prefix}{source.secret}"
+        secretsmanager.create_secret(Name=secret_id, SecretString=value)
+        doc["sources"][name] = {"scheme": source.scheme, "secret_id": secret_id, "secret": value}
+    return doc
+
+
+def read_secrets(directory: Path | None = None) -> dict[str, str]:
+    """Source name -> signing secret, from the running local stack's ``secrets.json``."""
+    path = state_dir(directory) / SECRETS_FILE
+    doc = json.loads(path.read_text())
+    return {name: entry["secret"] for name, entry in doc["sources"].items()}
+
+
+# ------------------------------------------------------------------------------------------------
+# readiness files
+
+
+def read_ready(directory: Path | None = None) -> dict[str, Any] | None:
+    """The ``ready`` document of a live local stack, or ``None`` (a stale file is removed)."""
+    path = state_dir(directory) / READY_FILE
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not _alive(int(doc.get("pid", 0))):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return doc
+
+
+def _is_stack_process(pid: int) -> bool:
+    """Whether ``pid`` runs this CLI (guards against a recycled PID in a stale file)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc: trust the file
+    return b"webhook_pipeline" in cmdline or b"webhook-pipeline" in cmdline
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours is not alive.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+def _write_json(path: Path, doc: Mapping[str, Any], mode: int = 0o644) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    tmp.chmod(mode)
+    tmp.replace(path)
+
+
+# ------------------------------------------------------------------------------------------------
+# the stack
+
+
+class LocalStack:
+    """The running local stack (use :meth:`start`, then :meth:`stop`)."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.dir = state_dir(options.state_dir)
+        self.root = project_root()
+        self.template = options.template or self.root / "template.yaml"
+        self.redis: RedisRuntime | None = None
+        self.moto: Any = None
+        self.gateway: Gateway | None = None
+        self.pollers: list[SqsPoller] = []
+        self.functions: dict[str, LocalFunction] = {}
+        self.stack: Stack | None = None
+        self.outputs: dict[str, Any] = {}
+        self.requests = {"total": 0}
+
+    # -- start -------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start every part; on any failure stop what was started and raise."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        opts = self.options
+        self.dir.mkdir(parents=True, exist_ok=True)
+        running = read_ready(self.dir)
+        if running and running.get("pid") != os.getpid():
+            raise StackError(f"a local stack is already running (pid {running['pid']}, "
+                             f"{running.get('api_url')}); stop it with "
+                             "`webhook-pipeline local stop`")
+        for name in (READY_FILE, OUTPUTS_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                (self.dir / name).unlink()
+        if not self.template.is_file():
+            raise StackError(f"template not found: {self.template}")
+        # Never reach a real AWS account: fake credentials, every client at the moto server.
+        os.environ.pop("AWS_PROFILE", None)
+        os.environ.update(FAKE_CREDENTIALS)
+        os.environ.update(AWS_REGION=opts.region, AWS_DEFAULT_REGION=opts.region,
+                          POWERTOOLS_TRACE_DISABLED="true")
+
+        self.redis = start_redis(opts.redis_url, opts.redis_mode)  # type: ignore[arg-type]
+        log.info("redis: %s (%s)", self.redis.url, self.redis.kind)
+
+        from moto.server import ThreadedMotoServer
+
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=opts.moto_port, verbose=False)
+        try:
+            self.moto.start()
+        except OSError as exc:
+            self.moto = None
+            raise StackError(f"moto server cannot listen on 127.0.0.1:{opts.moto_port}: {exc}") \
+                from exc
+        host, port = self.moto.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        os.environ["AWS_ENDPOINT_URL"] = endpoint
+        log.info("moto server: %s", endpoint)
+
+        clients = _Clients(endpoint, opts.region)
+        self.stack = stack = provision(self.template, clients=clients, region=opts.region,
+                                       stack_name=opts.stack_name,
+                                       parameter_overrides=opts.parameters,
+                                       visibility_timeout=opts.visibility_timeout)
+        for logical_id, reason in sorted(stack.skipped.items()):
+            log.debug("not emulated: %s (%s)", logical_id, reason)
+
+        # Functions: template environment, then the local stand-ins for what cannot resolve.
+        default_sources = self.root / "layers" / "common" / "sources.toml"
+        base_env = {**FAKE_CREDENTIALS, "AWS_REGION": opts.region,
+                    "AWS_DEFAULT_REGION": opts.region, "AWS_ENDPOINT_URL": endpoint,
+                    "POWERTOOLS_TRACE_DISABLED": "true"}
+        for logical_id, spec in stack.functions.items():
+            env = spec.environment
+            if "REDIS_URL" in env or "REDIS_URL" in spec.unresolved_environment:
+                env["REDIS_URL"] = self.redis.url
+            sources_file = env.get("SOURCES_FILE")
+            if (sources_file is not None and not Path(sources_file).is_file()) \
+                    or "SOURCES_FILE" in spec.unresolved_environment:
+                env["SOURCES_FILE"] = str(default_sources)
+            still = [k for k in spec.unresolved_environment if k not in env]
+            if still:
+                log.warning("%s: environment variables not resolvable locally: %s",
+                            logical_id, ", ".join(still))
+            self.functions[logical_id] = LocalFunction(spec, base_env, opts.region)
+
+        prefix = next((f.environment["SECRETS_PREFIX"] for f in stack.functions.values()
+                       if "SECRETS_PREFIX" in f.environment), f"{opts.stack_name}/")
+        sources_file = next((Path(f.environment["SOURCES_FILE"])
+                             for f in stack.functions.values() if "SOURCES_FILE" in f.environment),
+                            default_sources)
+        secrets_doc = seed_secrets(clients.secretsmanager, prefix, sources_file,
+                                   random=opts.random_secrets)
+        _write_json(self.dir / SECRETS_FILE, secrets_doc, mode=0o600)
+
+        for fn in self.functions.values():  # cold starts now: a bad configuration fails loudly
+            try:
+                fn.load()
+            except Exception as exc:
+                raise StackError(f"{fn.spec.logical_id} failed its init: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+
+        routes = [Route(r, fn) for fn in self.functions.values() for r in fn.spec.http_routes]
+        if not routes:
+            ingest = self.functions.get("IngestFunction")
+            if ingest is None:
+                raise StackError("no function with an HttpApi event in the template")
+            routes = [Route(DEFAULT_ROUTE, ingest)]
+        by_name = {**{fn.spec.name: fn for fn in self.functions.values()}, **self.functions}
+        try:
+            self.gateway = Gateway(opts.host, opts.port, routes, by_name,
+                                   on_request=self._count_request)
+        except OSError as exc:
+            raise StackError(f"cannot listen on {opts.host}:{opts.port}: {exc} "
+                             "(use --port)") from exc
+        self.gateway.start()
+
+        for fn in self.functions.values():
+            for source in fn.spec.sqs_events:
+                if not source.enabled:
+                    continue
+                queue = stack.queue_by_arn(source.queue_arn)
+                poller = SqsPoller(clients.sqs, queue, source, fn, opts.region)
+                poller.start()
+                self.pollers.append(poller)
+
+        self.outputs = self._outputs(endpoint)
+        _write_json(self.dir / OUTPUTS_FILE, self.outputs)
+        _write_json(self.dir / READY_FILE, {
+            "pid": os.getpid(), "api_url": self.outputs["ApiUrl"], "endpoint_url": endpoint,
+            "health_url": f"http://{opts.host}:{self.gateway.port}/health",
+            "redis_url": self.redis.url, "redis_kind": self.redis.kind,
+            "redis_pid": self.redis.pid,
+            "visibility_timeout": self._main_queue().visibility_timeout,
+            "max_receive_count": self._main_queue().max_receive_count,
+            "started_at": time.time(),
+        })
+
+    def _count_request(self, method: str, path: str, status: int, ms: float) -> None:
+        self.requests["total"] += 1
+        log.info("%s %s -> %d (%.1f ms)", method, path, status, ms)
+
+    def _main_queue(self) -> Any:
+        assert self.stack is not None
+        for fn in self.functions.values():
+            for source in fn.spec.sqs_events:
+                return self.stack.queue_by_arn(source.queue_arn)
+        return self.stack.queues.get("MainQueue")
+
+    def _outputs(self, endpoint: str) -> dict[str, Any]:
+        assert self.stack is not None and self.gateway is not None and self.redis is not None
+        stack = self.stack
+        host = self.options.host if self.options.host not in ("0.0.0.0", "") else "127.0.0.1"  # noqa: S104
+        gateway_url = f"http://{host}:{self.gateway.port}"
+        main = self._main_queue()
+        dlq = stack.queues.get("DeadLetterQueue")
+        if dlq is None and main is not None and main.attributes.get("RedrivePolicy"):
+            arn = json.loads(main.attributes["RedrivePolicy"])["deadLetterTargetArn"]
+            dlq = stack.queue_by_arn(arn)
+        outputs = {k: v for k, v in stack.outputs.items() if isinstance(v, str | int | float)}
+        replay = self.functions.get("ReplayFunction")
+        outputs.update({
+            "EndpointUrl": endpoint,
+            "Region": stack.region,
+            "StackName": stack.stack_name,
+            "ApiUrl": gateway_url,
+            "WebhookUrlTemplate": f"{gateway_url}/webhooks/{{source}}",
+            "LambdaEndpointUrl": gateway_url,
+            "MainQueueUrl": main.url if main else None,
+            "DeadLetterQueueUrl": dlq.url if dlq else None,
+            "DeliveriesTableName": stack.tables.get("DeliveriesTable")
+            or next(iter(stack.tables.values()), None),
+            "PayloadBucketName": stack.buckets.get("PayloadBucket")
+            or next(iter(stack.buckets.values()), None),
+            "RedisUrl": self.redis.url,
+            "ReplayFunctionName": replay.spec.name if replay else None,
+        })
+        return {k: v for k, v in outputs.items() if v is not None}
+
+    # -- stop --------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop everything this stack started, in reverse order; idempotent."""
+        with contextlib.suppress(FileNotFoundError):
+            ready = self.dir / READY_FILE
+            if ready.is_file() and json.loads(ready.read_text()).get("pid") == os.getpid():
+                ready.unlink()
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
+        for poller in self.pollers:
+            poller.stop()
+        self.pollers = []
+        if self.moto is not None:
+            self.moto.stop()
+            self.moto = None
+        if self.redis is not None:
+            self.redis.stop()
+            self.redis = None
+
+    # -- banner ------------------------------------------------------------------------------
+    def banner(self) -> str:
+        assert self.stack is not None and self.redis is not None
+        o = self.outputs
+        main = self._main_queue()
+        lines = [
+            "",
+            "webhook pipeline: local stack is up",
+            f"  webhooks   POST {o['ApiUrl']}/webhooks/{{source}}   "
+            f"(sources: {', '.join(self._sources())})",
+            f"  health     GET  {o['ApiUrl']}/health",
+            f"  moto       {o['EndpointUrl']}  (SQS, DynamoDB, S3, Secrets Manager, CloudWatch)",
+            f"  redis      {self.redis.url}  ({self.redis.kind}"
+            + (f", pid {self.redis.pid}" if self.redis.pid else "") + ")",
+            f"  queues     {o.get('MainQueueUrl')}  (visibility {main.visibility_timeout} s, "
+            f"maxReceiveCount {main.max_receive_count})",
+            f"             {o.get('DeadLetterQueueUrl')}",
+            f"  table      {o.get('DeliveriesTableName')}    bucket {o.get('PayloadBucketName')}",
+            f"  alarms     {len(self.stack.alarms)} created",
+        ]
+        for poller in self.pollers:
+            lines.append(f"  poller     {poller.queue.name} -> {poller.function.spec.logical_id} "
+                         f"(batch {poller.source.batch_size}, window "
+                         f"{poller.source.maximum_batching_window_seconds} s)")
+        lines += [
+            f"  files      {self.dir}/ (outputs.json, secrets.json, ready)",
+            "",
+            "  try:   webhook-pipeline send --source stripe --count 5 --duplicates 0.2",
+            "         webhook-pipeline --local deliveries get ...   (any operator command "
+            "with --local)",
+            "  stop:  Ctrl-C (or `webhook-pipeline local stop`)",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def _sources(self) -> list[str]:
+        try:
+            return sorted(json.loads((self.dir / SECRETS_FILE).read_text())["sources"])
+        except (OSError, ValueError, KeyError):
+            return []
+
+
+class _Clients:
+    """boto3 clients at the moto server, created on first use."""
+
+    def __init__(self, endpoint: str, region: str) -> None:
+        import boto3
+
+        self._session = boto3.session.Session(
+            aws_access_key_id="testing", aws_secret_access_key="testing",  # noqa: S106
+            region_name=region)
+        self._endpoint = endpoint
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __getattr__(self, service: str) -> Any:
+        if service.startswith("_"):
+            raise AttributeError(service)
+        with self._lock:
+            if service not in self._clients:
+                from botocore.config import Config
+
+                self._clients[service] = self._session.client(
+                    service, endpoint_url=self._endpoint,
+                    config=Config(retries={"mode": "standard", "max_attempts": 3},
+                                  read_timeout=30, connect_timeout=5))
+            return self._clients[service]
+
+
+# ------------------------------------------------------------------------------------------------
+# commands
+
+
+def run(options: Options) -> int:
+    """Run the stack in the foreground until SIGINT/SIGTERM. Returns the exit code."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    stack = LocalStack(options)
+    try:
+        try:
+            stack.start()
+        except StackError as exc:
+            print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
+            return 1
+        (stack.dir / PID_FILE).write_text(f"{os.getpid()}\n")
+        print(stack.banner(), flush=True)
+        stop.wait()
+        print("\nstopping the local stack...", flush=True)
+    finally:
+        stack.stop()
+        with contextlib.suppress(FileNotFoundError):
+            pid_file = stack.dir / PID_FILE
+            if pid_file.read_text().strip() == str(os.getpid()):
+                pid_file.unlink()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print("local stack stopped.", flush=True)
+    return 0
+
+
+def start_background(argv: list[str], directory: Path | None = None,
+                     timeout: float = 90.0) -> dict[str, Any]:
+    """Start ``local run ARGV`` as a detached process; wait until it is ready.
+
+    Returns
+    -------
+    dict
+        The ``ready`` document (``pid``, ``api_url``, ``endpoint_url``...).
+
+    Raises
+    ------
+    StackError
+        The process exited or was not ready within ``timeout`` seconds (its log is named).
+    """
+    folder = state_dir(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    running = read_ready(folder)
+    if running:
+        return running
+    log_path = folder / LOG_FILE
+    env = dict(os.environ)
+    if directory is not None:
+        env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(directory)
+    with log_path.open("ab") as log_file:
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            [sys.executable, "-m", "webhook_pipeline_ops.cli", "local", "run", *argv],
+            stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+            start_new_session=True, env=env,
+        )
+    (folder / PID_FILE).write_text(f"{process.pid}\n")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready = read_ready(folder)
+        if ready and ready.get("pid") == process.pid:
+            return ready
+        if process.poll() is not None:
+            raise StackError(f"the local stack exited with {process.returncode}; see {log_path}")
+        time.sleep(0.1)
+    process.terminate()
+    raise StackError(f"the local stack was not ready within {timeout:.0f} s; see {log_path}")
+
+
+def stop_running(directory: Path | None = None, timeout: float = 30.0) -> bool:
+    """Stop the local stack recorded in the state folder (SIGTERM to its PID). True if one ran."""
+    folder = state_dir(directory)
+    pid = 0
+    ready = read_ready(folder)
+    if ready:
+        pid = int(ready["pid"])
+    else:
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((folder / PID_FILE).read_text().strip())
+    if not pid or not _alive(pid) or not _is_stack_process(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    return True

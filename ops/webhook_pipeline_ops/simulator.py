@@ -1,0 +1,376 @@
+"""``webhook-pipeline send``: a sender simulator that signs and posts realistic webhooks.
+
+Each source of ``layers/common/sources.toml`` gets provider-shaped payloads
+(:func:`webhook_pipeline_ops.samples.payload`: a Stripe event with ``id``/``type``/``created``/
+``data.object.id``, GitHub with ``X-GitHub-Delivery``/``X-GitHub-Event``, Standard Webhooks
+``type``/``timestamp``/``data.id``, Slack ``event_callback`` with ``event_id``/``event.type``,
+Shopify ``admin_graphql_api_id``/``updated_at`` and its headers, generic HMAC) signed by the
+source's scheme (``SignatureScheme.sign``) with the source's secret, at send time, as a real
+provider signs each attempt.
+
+Options shape the traffic: ``--count`` deliveries per source spread over ``--resources``
+resources with increasing sequence values, ``--duplicates`` (a fraction re-sent later with the
+same delivery id and body), ``--out-of-order`` (each resource's events sent in swapped pairs, the
+newer first), ``--rate`` or ``--burst``, and a sender-side ``--timeout`` with ``--retries`` that
+resend the SAME delivery after a timeout, a connection error or a 5xx (honouring ``Retry-After``,
+capped). Uses only the standard library (``urllib``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from webhook_pipeline.sources import Source, load_sources
+
+DEFAULT_URL = "http://127.0.0.1:3000"
+MAX_RETRY_WAIT_SECONDS = 5.0
+
+
+@dataclass
+class Planned:
+    """One delivery to send (a duplicate shares ``delivery_id`` and ``body`` with its original).
+
+    Attributes
+    ----------
+    sequence : int
+        Ordering value in Unix seconds (Stripe ``created``; Shopify/Standard Webhooks timestamps;
+        generic ``resource.version``).
+    """
+
+    source: Source
+    delivery_id: str
+    resource: str
+    sequence: int
+    event_type: str | None
+    body: bytes
+    headers: dict[str, str]
+    duplicate: bool = False
+
+
+@dataclass
+class Attempt:
+    status: int | None  # None: timeout or connection error
+    latency_ms: float
+    body: str = ""
+
+
+@dataclass
+class Outcome:
+    planned: Planned
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def final(self) -> Attempt:
+        return self.attempts[-1]
+
+
+@dataclass
+class Summary:
+    """What a run sent and how the endpoint acknowledged it (latencies in milliseconds)."""
+
+    outcomes: list[Outcome]
+    elapsed_seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        finals = Counter()
+        for o in self.outcomes:
+            status = o.final.status
+            body = o.final.body
+            if status == 202:
+                finals["accepted_202"] += 1
+            elif status == 200 and '"duplicate"' in body:
+                finals["duplicate_200"] += 1
+            elif status is not None and 200 <= status < 300:
+                finals["other_2xx"] += 1
+            elif status is not None and 400 <= status < 500:
+                finals["client_4xx"] += 1
+            elif status is not None and status >= 500:
+                finals["server_5xx"] += 1
+            else:
+                finals["no_answer"] += 1
+        latencies = sorted(a.latency_ms for o in self.outcomes for a in o.attempts
+                           if a.status is not None)
+        return {
+            "sent": len(self.outcomes),
+            "duplicates_sent": sum(1 for o in self.outcomes if o.planned.duplicate),
+            "requests": sum(len(o.attempts) for o in self.outcomes),
+            "accepted_202": finals["accepted_202"],
+            "duplicate_200": finals["duplicate_200"],
+            "other_2xx": finals["other_2xx"],
+            "client_4xx": finals["client_4xx"],
+            "server_5xx": finals["server_5xx"],
+            "no_answer": finals["no_answer"],
+            "retries": sum(len(o.attempts) - 1 for o in self.outcomes),
+            "latency_p50_ms": round(percentile(latencies, 50), 1),
+            "latency_p99_ms": round(percentile(latencies, 99), 1),
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+            "statuses": dict(Counter(str(o.final.status) for o in self.outcomes)),
+        }
+
+    def render(self) -> str:
+        d = self.as_dict()
+        return "\n".join([
+            f"sent {d['sent']} deliveries ({d['duplicates_sent']} duplicates) in "
+            f"{d['requests']} requests, {d['elapsed_seconds']} s",
+            f"  202 accepted      {d['accepted_202']}",
+            f"  200 duplicate     {d['duplicate_200']}",
+            f"  other 2xx         {d['other_2xx']}",
+            f"  4xx               {d['client_4xx']}",
+            f"  5xx               {d['server_5xx']}",
+            f"  no answer         {d['no_answer']}",
+            f"  retries           {d['retries']}",
+            f"  ack latency p50   {d['latency_p50_ms']} ms",
+            f"  ack latency p99   {d['latency_p99_ms']} ms",
+        ])
+
+
+def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of already sorted values (0.0 when empty)."""
+    if not sorted_values:
+        return 0.0
+    rank = max(1, min(len(sorted_values), round(pct / 100 * len(sorted_values) + 0.5)))
+    return float(sorted_values[rank - 1])
+
+
+# ------------------------------------------------------------------------------------------------
+# planning
+
+
+def plan(sources: Sequence[Source], *, count: int, resources: int = 1, duplicates: float = 0.0,
+         out_of_order: bool = False, rng: random.Random | None = None,
+         base_time: int | None = None) -> list[Planned]:
+    """The deliveries to send, in send order.
+
+    Parameters
+    ----------
+    count : int
+        Unique deliveries per source.
+    resources : int
+        Distinct resources per source; events go round-robin, each resource's sequence rising
+        by one second per event.
+    duplicates : float
+        Fraction (0..1) of unique deliveries re-sent later with the same id and body.
+    out_of_order : bool
+        Swap each resource's events in pairs (the newer sent first).
+    """
+    from webhook_pipeline_ops.samples import _new_id, payload
+
+    rng = rng or random.Random()  # noqa: S311 - traffic shaping, not security
+    base = base_time if base_time is not None else int(time.time()) - 3600
+    order: list[Planned] = []
+    for source in sources:
+        per_resource: dict[str, list[Planned]] = {}
+        run_tag = f"{rng.getrandbits(32):08x}"
+        for i in range(count):
+            resource = f"res_{run_tag}_{i % max(1, resources)}"
+            events = per_resource.setdefault(resource, [])
+            sequence = base + len(events)
+            delivery_id = _new_id(source.name)
+            body, headers = payload(source.name, delivery_id=delivery_id, resource=resource,
+                                    sequence=sequence)
+            events.append(Planned(source, delivery_id, resource, sequence, None, body, headers))
+        lists = list(per_resource.values())
+        if out_of_order:
+            for events in lists:
+                for j in range(0, len(events) - 1, 2):
+                    events[j], events[j + 1] = events[j + 1], events[j]
+        longest = max((len(x) for x in lists), default=0)
+        order.extend(e for j in range(longest) for events in lists if j < len(events)
+                     for e in [events[j]])
+    n_dup = round(len(order) * max(0.0, min(1.0, duplicates)))
+    for original in rng.sample(list(order), n_dup):
+        position = order.index(original)
+        dup = Planned(original.source, original.delivery_id, original.resource, original.sequence,
+                      original.event_type, original.body, dict(original.headers), duplicate=True)
+        order.insert(rng.randint(position + 1, len(order)), dup)
+    return order
+
+
+# ------------------------------------------------------------------------------------------------
+# sending
+
+
+def source_url(base_url: str, source: str) -> str:
+    """``BASE/webhooks/SOURCE`` (or ``base_url`` with ``{source}`` filled in)."""
+    if "{source}" in base_url:
+        return base_url.replace("{source}", source)
+    return f"{base_url.rstrip('/')}/webhooks/{source}"
+
+
+def signed_headers(planned: Planned, secret: str, attempt: int) -> dict[str, str]:
+    """Headers of one attempt: provider headers + a fresh signature (and Slack's retry hints)."""
+    from webhook_pipeline_ops.samples import sign
+
+    headers = dict(planned.headers)
+    headers.setdefault("user-agent", f"webhook-pipeline-simulator ({planned.source.scheme})")
+    if attempt and planned.source.scheme == "slack":
+        headers |= {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_timeout"}
+    headers |= sign(planned.source, planned.body, secret, timestamp=int(time.time()),
+                    delivery_id=planned.delivery_id)
+    return headers
+
+
+def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float
+         ) -> tuple[int | None, dict[str, str], str, float]:
+    """POST once; returns (status or None on timeout/connection error, headers, body, ms)."""
+    request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")  # noqa: S310
+    started = time.perf_counter()
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            text = response.read().decode("utf-8", "replace")
+            return (response.status, dict(response.headers), text,
+                    (time.perf_counter() - started) * 1000)
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode("utf-8", "replace")
+        return exc.code, dict(exc.headers), text, (time.perf_counter() - started) * 1000
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError):
+        return None, {}, "", (time.perf_counter() - started) * 1000
+
+
+def deliver(planned: Planned, *, base_url: str, secret: str, timeout: float,
+            retries: int) -> Outcome:
+    """Send one delivery, resending it like a provider after a timeout/5xx (``retries`` times)."""
+    outcome = Outcome(planned)
+    url = source_url(base_url, planned.source.name)
+    for attempt in range(retries + 1):
+        headers = signed_headers(planned, secret, attempt)
+        status, resp_headers, text, ms = post(url, planned.body, headers, timeout)
+        outcome.attempts.append(Attempt(status, ms, text))
+        if status is not None and status < 500:
+            break
+        if attempt < retries:
+            wait = min(MAX_RETRY_WAIT_SECONDS, 0.25 * 2 ** attempt)
+            retry_after = {k.lower(): v for k, v in resp_headers.items()}.get("retry-after")
+            if retry_after and retry_after.isdigit():
+                wait = min(MAX_RETRY_WAIT_SECONDS, float(retry_after))
+            time.sleep(wait)
+    return outcome
+
+
+def send_all(planned: Sequence[Planned], *, base_url: str, secrets: Mapping[str, str],
+             rate: float = 20.0, burst: bool = False, concurrency: int = 8,
+             timeout: float = 10.0, retries: int = 2) -> Summary:
+    """Send ``planned`` in order (paced at ``rate``/s, or all at once with ``burst``)."""
+    started = time.perf_counter()
+    outcomes: list[Outcome | None] = [None] * len(planned)
+    workers = max(1, min(len(planned) or 1, 64 if burst else concurrency))
+
+    def job(index: int) -> None:
+        p = planned[index]
+        outcomes[index] = deliver(p, base_url=base_url, secret=secrets[p.source.name],
+                                  timeout=timeout, retries=retries)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = []
+        gate = threading.Event()
+        for i in range(len(planned)):
+            if not burst and rate > 0 and i:
+                gate.wait(max(0.0, started + i / rate - time.perf_counter()))
+            futures.append(pool.submit(job, i))
+        for f in futures:
+            f.result()
+    return Summary([o for o in outcomes if o is not None], time.perf_counter() - started)
+
+
+# ------------------------------------------------------------------------------------------------
+# CLI
+
+
+def load_local_secrets() -> dict[str, str]:
+    """Signing secrets of the running local stack (``.local-stack/secrets.json``)."""
+    from webhook_pipeline_ops.local.stack import read_secrets
+
+    return read_secrets()
+
+
+def default_base_url() -> str:
+    """The local stack's ``ApiUrl`` from ``outputs.json``, else http://127.0.0.1:3000."""
+    from webhook_pipeline_ops.local import OUTPUTS_FILE, state_dir
+
+    try:
+        return str(json.loads((state_dir() / OUTPUTS_FILE).read_text())["ApiUrl"])
+    except (OSError, ValueError, KeyError):
+        return DEFAULT_URL
+
+
+def register(subparsers: Any) -> None:
+    """Add ``send`` to the CLI."""
+    p = subparsers.add_parser(
+        "send", help="sign and send realistic webhooks (local stack or a deployed URL)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--source", action="append", metavar="NAME",
+                   help="source(s) to send as (repeatable or comma-separated; default: all)")
+    p.add_argument("--count", type=int, default=5, help="unique deliveries per source (5)")
+    p.add_argument("--rate", type=float, default=20.0, help="requests per second (20)")
+    p.add_argument("--burst", action="store_true", help="send everything at once (64 at a time)")
+    p.add_argument("--concurrency", type=int, default=8, help="parallel senders when paced (8)")
+    p.add_argument("--duplicates", type=float, default=0.0, metavar="FRACTION",
+                   help="fraction of deliveries re-sent with the same id and body (0..1)")
+    p.add_argument("--out-of-order", action="store_true",
+                   help="send each resource's events in swapped pairs (newer first)")
+    p.add_argument("--resources", type=int, default=1, help="distinct resources per source (1)")
+    p.add_argument("--timeout", type=float, default=10.0, help="sender-side timeout, seconds")
+    p.add_argument("--retries", type=int, default=2,
+                   help="resends of the same delivery after a timeout or 5xx (2)")
+    p.add_argument("--url", help="base URL (default: the local stack's ApiUrl, else "
+                                 f"{DEFAULT_URL}); /webhooks/{{source}} is appended")
+    p.add_argument("--secret", help="signing secret (default: .local-stack/secrets.json)")
+    p.add_argument("--sources-file", help="sources file (default: layers/common/sources.toml)")
+    p.add_argument("--seed", type=int, help="random seed (repeatable traffic shape)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=_cmd_send)
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    from webhook_pipeline.signatures import SCHEMES
+
+    all_sources = load_sources(args.sources_file, known_schemes=set(SCHEMES))
+    names = [n.strip() for item in (args.source or []) for n in item.split(",") if n.strip()]
+    names = names or list(all_sources)
+    unknown = [n for n in names if n not in all_sources]
+    if unknown:
+        print(f"webhook-pipeline send: unknown source(s) {unknown}; known: {sorted(all_sources)}",
+              file=sys.stderr)
+        return 2
+    if args.secret:
+        secrets = dict.fromkeys(names, args.secret)
+    else:
+        try:
+            secrets = load_local_secrets()
+        except (OSError, ValueError, KeyError):
+            print("webhook-pipeline send: no .local-stack/secrets.json (is the local stack "
+                  "running?); pass --secret", file=sys.stderr)
+            return 1
+        missing = [n for n in names if n not in secrets]
+        if missing:
+            print(f"webhook-pipeline send: no secret for {missing}; pass --secret", file=sys.stderr)
+            return 1
+    rng = random.Random(args.seed)  # noqa: S311
+    planned = plan([all_sources[n] for n in names], count=args.count, resources=args.resources,
+                   duplicates=args.duplicates, out_of_order=args.out_of_order, rng=rng)
+    base_url = args.url or default_base_url()
+    summary = send_all(planned, base_url=base_url, secrets=secrets, rate=args.rate,
+                       burst=args.burst, concurrency=args.concurrency, timeout=args.timeout,
+                       retries=args.retries)
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=2))
+    else:
+        print(f"-> {source_url(base_url, '{source}')}  sources: {', '.join(names)}")
+        print(summary.render())
+    d = summary.as_dict()
+    return 0 if d["server_5xx"] == 0 and d["no_answer"] == 0 else 1
+
+
+__all__ = ["Planned", "Summary", "deliver", "plan", "register", "send_all", "source_url"]
