@@ -46,12 +46,23 @@ _METRIC = {
 
 
 @functools.cache
+def dynamodb_client() -> Any:
+    """DynamoDB client: created once per container (timeouts, standard retries)."""
+    return boto3.client("dynamodb", config=settings.botocore_config())
+
+
+@functools.cache
+def s3_client() -> Any:
+    """S3 client: created once per container (timeouts, standard retries)."""
+    return boto3.client("s3", config=settings.botocore_config())
+
+
+@functools.cache
 def service() -> ProcessorService:
-    """The service, its AWS clients and its thread pool: built once per container, on first use."""
-    config = settings.botocore_config()
+    """The service and its thread pool: built once per container, on first use."""
     return ProcessorService(
-        store=DynamoDBDeliveryStore(boto3.client("dynamodb", config=config), settings.table_name),
-        payloads=S3PayloadStore(boto3.client("s3", config=config), settings.payload_bucket),
+        store=DynamoDBDeliveryStore(dynamodb_client(), settings.table_name),
+        payloads=S3PayloadStore(s3_client(), settings.payload_bucket),
         hooks=registry,
         executor=ThreadPoolExecutor(
             max_workers=settings.max_workers, thread_name_prefix="processor"
@@ -113,7 +124,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``; empty list when every
         record was applied, a duplicate or stale.
     """
-    results = service().process_batch(_messages(event))
+    messages = _messages(event)
+    if not messages:  # Lambda never sends one; Powertools rejects an event without records
+        return {"batchItemFailures": []}
+    results = service().process_batch(messages)
 
     def record_handler(record: SQSRecord) -> str:
         result = results[record.message_id]
