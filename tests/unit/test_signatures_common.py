@@ -58,11 +58,29 @@ TIMESTAMP_HEADER = {
 }
 # The exact C05 inputs plus neighbours of their class.
 BAD_TIMESTAMPS = [
-    "nan", "NaN", "inf", "-inf", "Infinity", "1e9", "1E9", " 1700000000 ", " 1700000000",
-    "1700000000 ", "-1", "+1700000000", "1700000000.0", "1.7e9", "0x10", "0b1", "1_700_000_000",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e9",
+    "1E9",
+    " 1700000000 ",
+    " 1700000000",
+    "1700000000 ",
+    "-1",
+    "+1700000000",
+    "1700000000.0",
+    "1.7e9",
+    "0x10",
+    "0b1",
+    "1_700_000_000",
     "\u0661\u0667\u0660\u0660\u0660\u0660\u0660\u0660\u0660\u0660",  # Arabic-Indic digits
     "\uff11\uff17" + "\uff10" * 8,  # full-width digits
-    "1" * 20, "9" * 400, "17000000OO", "\t1700000000",
+    "1" * 20,
+    "9" * 400,
+    "17000000OO",
+    "\t1700000000",
 ]
 
 
@@ -78,8 +96,9 @@ def request(headers: dict[str, str], body: bytes = BODY) -> WebhookRequest:
     )
 
 
-def signed(name: str, *, secret: str | None = None, timestamp: int = NOW,
-           body: bytes = BODY) -> WebhookRequest:
+def signed(
+    name: str, *, secret: str | None = None, timestamp: int = NOW, body: bytes = BODY
+) -> WebhookRequest:
     headers = scheme_for(name).sign(
         body, secret or SECRETS[name], timestamp=timestamp, delivery_id="dlv_1"
     )
@@ -101,7 +120,12 @@ def with_timestamp(name: str, raw: str) -> WebhookRequest:
 class TestRegistry:
     def test_every_scheme_is_registered_under_its_name(self) -> None:
         assert set(SCHEMES) == {
-            "stripe", "github", "standard-webhooks", "slack", "shopify", "generic-hmac",
+            "stripe",
+            "github",
+            "standard-webhooks",
+            "slack",
+            "shopify",
+            "generic-hmac",
         }
         for name, cls in SCHEMES.items():
             assert cls.name == name

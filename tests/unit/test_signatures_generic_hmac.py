@@ -27,8 +27,10 @@ NOW_MS = NOW * 1000
 
 def request(headers: dict[str, str], body: bytes = BODY) -> WebhookRequest:
     return WebhookRequest(
-        method="POST", source="generic-hmac",
-        headers={k.lower(): v for k, v in headers.items()}, body=body,
+        method="POST",
+        source="generic-hmac",
+        headers={k.lower(): v for k, v in headers.items()},
+        body=body,
     )
 
 
@@ -41,10 +43,15 @@ class TestWithoutTimestamp:
     @pytest.mark.parametrize("algorithm", ["sha1", "sha256", "sha512"])
     @pytest.mark.parametrize("encoding", ["hex", "base64"])
     def test_each_algorithm_and_encoding(self, algorithm: str, encoding: str) -> None:
-        scheme = build_scheme("generic-hmac", {
-            "header": "X-Sig", "prefix": f"{algorithm}=", "algorithm": algorithm,
-            "encoding": encoding,
-        })
+        scheme = build_scheme(
+            "generic-hmac",
+            {
+                "header": "X-Sig",
+                "prefix": f"{algorithm}=",
+                "algorithm": algorithm,
+                "encoding": encoding,
+            },
+        )
         value = f"{algorithm}=" + reference(algorithm, encoding, BODY)
         result = scheme.verify(request({"X-Sig": value}), [SECRET], NOW)
         assert result.secret_index == 0
@@ -54,9 +61,14 @@ class TestWithoutTimestamp:
             scheme.verify(request({"X-Sig": value}, BODY + b" "), [SECRET], NOW)
         assert err.value.reason == "signature_invalid"
 
-    @pytest.mark.parametrize(("signed_with", "configured"), [
-        ("sha1", "sha256"), ("sha256", "sha512"), ("sha512", "sha1"),
-    ])
+    @pytest.mark.parametrize(
+        ("signed_with", "configured"),
+        [
+            ("sha1", "sha256"),
+            ("sha256", "sha512"),
+            ("sha512", "sha1"),
+        ],
+    )
     def test_other_algorithm_does_not_verify(self, signed_with: str, configured: str) -> None:
         scheme = build_scheme("generic-hmac", {"header": "X-Sig", "algorithm": configured})
         value = reference(signed_with, "hex", BODY)
@@ -82,10 +94,17 @@ class TestWithoutTimestamp:
             scheme.verify(request({"X-Sig": reference("sha256", other, BODY)}), [SECRET], NOW)
         assert err.value.status == 401
 
-    @pytest.mark.parametrize("value", [
-        "sha256:" + "ab" * 32, "SHA256=" + "ab" * 32, "ab" * 32, "sha256=", "sha256=xyz",
-        "sha256=" + "ab" * 32 + " ",
-    ])
+    @pytest.mark.parametrize(
+        "value",
+        [
+            "sha256:" + "ab" * 32,
+            "SHA256=" + "ab" * 32,
+            "ab" * 32,
+            "sha256=",
+            "sha256=xyz",
+            "sha256=" + "ab" * 32 + " ",
+        ],
+    )
     def test_malformed_values(self, value: str) -> None:
         scheme = build_scheme("generic-hmac", {"header": "X-Sig", "prefix": "sha256="})
         with pytest.raises(VerificationError) as err:
@@ -112,7 +131,8 @@ class TestTimestampSeconds:
     @pytest.fixture
     def scheme(self) -> GenericHmacScheme:
         source = tomllib.loads((ROOT / "layers/common/sources.toml").read_text())["sources"][
-            "generic-hmac"]
+            "generic-hmac"
+        ]
         built = build_scheme("generic-hmac", source["scheme_options"], source["tolerance_seconds"])
         assert isinstance(built, GenericHmacScheme)
         return built
@@ -124,9 +144,13 @@ class TestTimestampSeconds:
         assert result.timestamp == NOW
         assert scheme.sign(BODY, SECRET, timestamp=NOW, delivery_id="d1") == hdrs
 
-    @pytest.mark.parametrize(("offset", "reason"), [
-        (-301, "timestamp_stale"), (301, "timestamp_future"),
-    ])
+    @pytest.mark.parametrize(
+        ("offset", "reason"),
+        [
+            (-301, "timestamp_stale"),
+            (301, "timestamp_future"),
+        ],
+    )
     def test_both_directions(self, scheme: GenericHmacScheme, offset: int, reason: str) -> None:
         hdrs = scheme.sign(BODY, SECRET, timestamp=NOW + offset, delivery_id="d1")
         with pytest.raises(TimestampError) as err:
@@ -150,8 +174,11 @@ class TestTimestampSeconds:
 
 class TestTimestampMilliseconds:
     OPTIONS: dict[str, Any] = {  # noqa: RUF012 - read-only in tests
-        "header": "X-Sig", "algorithm": "sha256", "encoding": "base64",
-        "timestamp_header": "X-Ts", "timestamp_unit": "milliseconds",
+        "header": "X-Sig",
+        "algorithm": "sha256",
+        "encoding": "base64",
+        "timestamp_header": "X-Ts",
+        "timestamp_unit": "milliseconds",
         "signed_template": "{timestamp}:{body}",
     }
 
@@ -162,10 +189,16 @@ class TestTimestampMilliseconds:
         assert hdrs["X-Sig"] == reference("sha256", "base64", f"{NOW_MS}:".encode() + BODY)
         assert scheme.verify(request(hdrs), [SECRET], NOW).timestamp == NOW_MS
 
-    @pytest.mark.parametrize(("ts_ms", "ok"), [
-        (NOW_MS - 300_000, True), (NOW_MS + 300_000, True), (NOW_MS + 300_001, False),
-        (NOW_MS - 300_001, False), (NOW_MS + 123, True),
-    ])
+    @pytest.mark.parametrize(
+        ("ts_ms", "ok"),
+        [
+            (NOW_MS - 300_000, True),
+            (NOW_MS + 300_000, True),
+            (NOW_MS + 300_001, False),
+            (NOW_MS - 300_001, False),
+            (NOW_MS + 123, True),
+        ],
+    )
     def test_tolerance_at_millisecond_precision(self, ts_ms: int, ok: bool) -> None:
         scheme = build_scheme("generic-hmac", self.OPTIONS)
         value = reference("sha256", "base64", f"{ts_ms}:".encode() + BODY)
@@ -194,14 +227,17 @@ class TestTimestampMilliseconds:
 class TestTemplates:
     def test_delivery_id_in_the_template(self) -> None:
         options = {
-            "header": "X-Sig", "timestamp_header": "X-Ts", "delivery_id_header": "X-Delivery-Id",
+            "header": "X-Sig",
+            "timestamp_header": "X-Ts",
+            "delivery_id_header": "X-Delivery-Id",
             "signed_template": "v1|{delivery_id}|{timestamp}|{body}",
         }
         scheme = build_scheme("generic-hmac", options)
         hdrs = scheme.sign(BODY, SECRET, timestamp=NOW, delivery_id="dlv-42")
         message = f"v1|dlv-42|{NOW}|".encode() + BODY
         assert hdrs == {
-            "X-Ts": str(NOW), "X-Delivery-Id": "dlv-42",
+            "X-Ts": str(NOW),
+            "X-Delivery-Id": "dlv-42",
             "X-Sig": reference("sha256", "hex", message),
         }
         assert scheme.verify(request(hdrs), [SECRET], NOW).timestamp == NOW
@@ -222,12 +258,22 @@ class TestTemplates:
         hdrs.pop("X-Id")
         assert scheme.verify(request(hdrs), [SECRET], NOW).secret_index == 0
 
-    @pytest.mark.parametrize("body", [
-        b"{timestamp}{body}{delivery_id}", b"\xff\xfe not utf-8 \x00", b"{", b"}}{{", b"%s %d",
-    ])
+    @pytest.mark.parametrize(
+        "body",
+        [
+            b"{timestamp}{body}{delivery_id}",
+            b"\xff\xfe not utf-8 \x00",
+            b"{",
+            b"}}{{",
+            b"%s %d",
+        ],
+    )
     def test_body_bytes_are_never_formatted_or_decoded(self, body: bytes) -> None:
-        options = {"header": "X-Sig", "timestamp_header": "X-Ts",
-                   "signed_template": "{timestamp}.{body}"}
+        options = {
+            "header": "X-Sig",
+            "timestamp_header": "X-Ts",
+            "signed_template": "{timestamp}.{body}",
+        }
         scheme = build_scheme("generic-hmac", options)
         hdrs = scheme.sign(body, SECRET, timestamp=NOW, delivery_id="d1")
         assert hdrs["X-Sig"] == reference("sha256", "hex", f"{NOW}.".encode() + body)
@@ -240,27 +286,30 @@ class TestTemplates:
 
 
 class TestOptionValidation:
-    @pytest.mark.parametrize(("options", "message"), [
-        ({}, "'header'"),
-        ({"header": ""}, "'header'"),
-        ({"header": "X", "algorithm": "md5"}, "algorithm 'md5'"),
-        ({"header": "X", "algorithm": "SHA256"}, "algorithm 'SHA256'"),
-        ({"header": "X", "encoding": "base32"}, "encoding 'base32'"),
-        ({"header": "X", "encoding": "base64url"}, "encoding 'base64url'"),
-        ({"header": "X", "timestamp_unit": "microseconds"}, "timestamp_unit"),
-        ({"header": "X", "tolerance": "300"}, "unknown option"),
-        ({"header": "X", "signed_template": "{timestamp}"}, "{body} exactly once"),
-        ({"header": "X", "signed_template": "{body}{body}"}, "{body} exactly once"),
-        ({"header": "X", "signed_template": "{foo}.{body}"}, "{foo}"),
-        ({"header": "X", "signed_template": "{}.{body}"}, "placeholder"),
-        ({"header": "X", "signed_template": "{body!r}"}, "format specs"),
-        ({"header": "X", "signed_template": "{body:>10}"}, "format specs"),
-        ({"header": "X", "signed_template": "{body"}, "signed_template is invalid"),
-        ({"header": "X", "signed_template": "{timestamp}.{body}"}, "timestamp_header"),
-        ({"header": "X", "timestamp_header": "X-Ts"}, "timestamp_header"),
-        ({"header": "X", "signed_template": "{delivery_id}.{body}"}, "delivery_id_header"),
-        ({"header": "X", "algorithm": 256}, "must be a string"),
-    ])
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [
+            ({}, "'header'"),
+            ({"header": ""}, "'header'"),
+            ({"header": "X", "algorithm": "md5"}, "algorithm 'md5'"),
+            ({"header": "X", "algorithm": "SHA256"}, "algorithm 'SHA256'"),
+            ({"header": "X", "encoding": "base32"}, "encoding 'base32'"),
+            ({"header": "X", "encoding": "base64url"}, "encoding 'base64url'"),
+            ({"header": "X", "timestamp_unit": "microseconds"}, "timestamp_unit"),
+            ({"header": "X", "tolerance": "300"}, "unknown option"),
+            ({"header": "X", "signed_template": "{timestamp}"}, "{body} exactly once"),
+            ({"header": "X", "signed_template": "{body}{body}"}, "{body} exactly once"),
+            ({"header": "X", "signed_template": "{foo}.{body}"}, "{foo}"),
+            ({"header": "X", "signed_template": "{}.{body}"}, "placeholder"),
+            ({"header": "X", "signed_template": "{body!r}"}, "format specs"),
+            ({"header": "X", "signed_template": "{body:>10}"}, "format specs"),
+            ({"header": "X", "signed_template": "{body"}, "signed_template is invalid"),
+            ({"header": "X", "signed_template": "{timestamp}.{body}"}, "timestamp_header"),
+            ({"header": "X", "timestamp_header": "X-Ts"}, "timestamp_header"),
+            ({"header": "X", "signed_template": "{delivery_id}.{body}"}, "delivery_id_header"),
+            ({"header": "X", "algorithm": 256}, "must be a string"),
+        ],
+    )
     def test_invalid_options_fail_construction(self, options: dict[str, Any], message: str) -> None:
         with pytest.raises(ConfigurationError) as err:
             build_scheme("generic-hmac", options)

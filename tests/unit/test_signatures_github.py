@@ -22,7 +22,9 @@ scheme = build_scheme("github")
 
 def request(headers: dict[str, str], body: bytes = BODY) -> WebhookRequest:
     return WebhookRequest(
-        method="POST", source="github", headers={k.lower(): v for k, v in headers.items()},
+        method="POST",
+        source="github",
+        headers={k.lower(): v for k, v in headers.items()},
         body=body,
     )
 
@@ -59,19 +61,22 @@ class TestRejections:
             scheme.verify(request({"X-Hub-Signature-256": SIGNATURE}), ["It's a secret"], 0)
         assert err.value.reason == "signature_invalid"
 
-    @pytest.mark.parametrize("value", [
-        SIGNATURE.removeprefix("sha256="),            # no prefix
-        "sha1=" + SIGNATURE.removeprefix("sha256="),  # legacy X-Hub-Signature prefix
-        "SHA256=" + SIGNATURE.removeprefix("sha256="),
-        SIGNATURE.upper().replace("SHA256=", "sha256="),
-        SIGNATURE[:-1],
-        SIGNATURE + "0",
-        SIGNATURE + " ",
-        " " + SIGNATURE,
-        "sha256=",
-        "sha256=zz" + SIGNATURE[9:],
-        f"{SIGNATURE},{SIGNATURE}",                   # joined duplicate header
-    ])
+    @pytest.mark.parametrize(
+        "value",
+        [
+            SIGNATURE.removeprefix("sha256="),  # no prefix
+            "sha1=" + SIGNATURE.removeprefix("sha256="),  # legacy X-Hub-Signature prefix
+            "SHA256=" + SIGNATURE.removeprefix("sha256="),
+            SIGNATURE.upper().replace("SHA256=", "sha256="),
+            SIGNATURE[:-1],
+            SIGNATURE + "0",
+            SIGNATURE + " ",
+            " " + SIGNATURE,
+            "sha256=",
+            "sha256=zz" + SIGNATURE[9:],
+            f"{SIGNATURE},{SIGNATURE}",  # joined duplicate header
+        ],
+    )
     def test_malformed_values(self, value: str) -> None:
         with pytest.raises(VerificationError) as err:
             scheme.verify(request({"X-Hub-Signature-256": value}), [SECRET], 0)

@@ -54,15 +54,18 @@ def test_c04_hex_digest_is_401() -> None:
     assert err.value.reason == "signature_invalid"  # 64 hex chars also parse as base64
 
 
-@pytest.mark.parametrize("value", [
-    "sha256=" + expected_b64(),
-    expected_b64().rstrip("="),
-    "-" + expected_b64()[1:],  # URL-safe alphabet character
-    "_" + expected_b64()[1:],
-    expected_b64() + "\n",
-    " " + expected_b64(),
-    f"{expected_b64()},{expected_b64()}",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "sha256=" + expected_b64(),
+        expected_b64().rstrip("="),
+        "-" + expected_b64()[1:],  # URL-safe alphabet character
+        "_" + expected_b64()[1:],
+        expected_b64() + "\n",
+        " " + expected_b64(),
+        f"{expected_b64()},{expected_b64()}",
+    ],
+)
 def test_not_base64_is_malformed(value: str) -> None:
     with pytest.raises(VerificationError) as err:
         scheme.verify(request(value), [SECRET], 0)

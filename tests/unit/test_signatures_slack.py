@@ -96,8 +96,9 @@ class TestSdkCrossCheck:
             scheme.verify(request(SIGNATURE, ts=moved), [SECRET], NOW)
         assert err.value.reason == "signature_invalid"
 
-    @pytest.mark.parametrize(("offset", "reason"), [(301, "timestamp_stale"),
-                                                    (-301, "timestamp_future")])
+    @pytest.mark.parametrize(
+        ("offset", "reason"), [(301, "timestamp_stale"), (-301, "timestamp_future")]
+    )
     def test_outside_300_s_rejected_by_both(self, offset: int, reason: str) -> None:
         now = NOW + offset
         assert not sdk(now=now).is_valid(BODY, TS, SIGNATURE)
@@ -122,10 +123,19 @@ class TestSdkCrossCheck:
 
 
 class TestHeaderShape:
-    @pytest.mark.parametrize("value", [
-        SIGNATURE.removeprefix("v0="), "v1=" + SIGNATURE[3:], "V0=" + SIGNATURE[3:],
-        SIGNATURE[:-1], SIGNATURE + "a", "v0=" + SIGNATURE[3:].upper(), "v0=", SIGNATURE + " ",
-    ])
+    @pytest.mark.parametrize(
+        "value",
+        [
+            SIGNATURE.removeprefix("v0="),
+            "v1=" + SIGNATURE[3:],
+            "V0=" + SIGNATURE[3:],
+            SIGNATURE[:-1],
+            SIGNATURE + "a",
+            "v0=" + SIGNATURE[3:].upper(),
+            "v0=",
+            SIGNATURE + " ",
+        ],
+    )
     def test_malformed_signature(self, value: str) -> None:
         with pytest.raises(VerificationError) as err:
             scheme.verify(request(value), [SECRET], NOW)
@@ -145,3 +155,25 @@ class TestHeaderShape:
         assert scheme.verify(request(SIGNATURE), ["new", SECRET], NOW).secret_index == 1
         with pytest.raises(VerificationError):
             scheme.verify(request(SIGNATURE), ["new", "newer"], NOW)
+
+
+class TestUrlVerificationHandshake:
+    def test_challenge_is_returned(self) -> None:
+        body = b'{"token":"t","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",'
+        body += b'"type":"url_verification"}'
+        answer = scheme.handshake(request(None, body=body))
+        assert answer == {"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            BODY,
+            b'{"type":"event_callback","event_id":"Ev1","text":"url_verification"}',
+            b'{"type":"url_verification"}',
+            b'{"type":"url_verification","challenge":42}',
+            b"url_verification",
+            b'["url_verification"]',
+        ],
+    )
+    def test_ordinary_deliveries_have_no_handshake(self, body: bytes) -> None:
+        assert scheme.handshake(request(None, body=body)) is None

@@ -29,8 +29,9 @@ OTHER_SECRET = "whsec_" + base64.b64encode(b"another key of 24 bytes!").decode()
 scheme = build_scheme("standard-webhooks")
 
 
-def headers(msg_id: str = MSG_ID, ts: int | str = TS, signature: str = SIGNATURE,
-            prefix: str = "webhook") -> dict[str, str]:
+def headers(
+    msg_id: str = MSG_ID, ts: int | str = TS, signature: str = SIGNATURE, prefix: str = "webhook"
+) -> dict[str, str]:
     return {
         f"{prefix}-id": msg_id,
         f"{prefix}-timestamp": str(ts),
@@ -40,8 +41,10 @@ def headers(msg_id: str = MSG_ID, ts: int | str = TS, signature: str = SIGNATURE
 
 def request(hdrs: dict[str, str], body: bytes = BODY) -> WebhookRequest:
     return WebhookRequest(
-        method="POST", source="standard-webhooks",
-        headers={k.lower(): v for k, v in hdrs.items()}, body=body,
+        method="POST",
+        source="standard-webhooks",
+        headers={k.lower(): v for k, v in hdrs.items()},
+        body=body,
     )
 
 
@@ -105,8 +108,11 @@ class TestSdkCrossCheck:
     def test_changed_signed_header_rejected_by_both(self, change: str) -> None:
         now = int(time.time())
         signature = sdk_sign(MSG_ID, now, BODY)
-        hdrs = (headers(msg_id="msg_other", ts=now, signature=signature) if change == "id"
-                else headers(ts=now - 1, signature=signature))
+        hdrs = (
+            headers(msg_id="msg_other", ts=now, signature=signature)
+            if change == "id"
+            else headers(ts=now - 1, signature=signature)
+        )
         assert not sdk_accepts(BODY, hdrs)
         with pytest.raises(VerificationError) as err:
             scheme.verify(request(hdrs), [SECRET], now)
@@ -115,8 +121,9 @@ class TestSdkCrossCheck:
     # The library reads the wall clock itself: keep a margin so that a slow test run cannot
     # move the value back inside the tolerance (the exact boundaries are tested with a fixed
     # ``now`` in test_signatures_common.py).
-    @pytest.mark.parametrize(("offset", "reason"), [(-360, "timestamp_stale"),
-                                                    (360, "timestamp_future")])
+    @pytest.mark.parametrize(
+        ("offset", "reason"), [(-360, "timestamp_stale"), (360, "timestamp_future")]
+    )
     def test_outside_tolerance_rejected_by_both(self, offset: int, reason: str) -> None:
         now = int(time.time())
         hdrs = headers(ts=now + offset, signature=sdk_sign(MSG_ID, now + offset, BODY))
@@ -156,15 +163,18 @@ class TestSvixAliases:
 class TestSignatureList:
     OTHER = sdk_sign(MSG_ID, TS, BODY, OTHER_SECRET)
 
-    @pytest.mark.parametrize("value", [
-        f"{OTHER} {SIGNATURE}",
-        f"{SIGNATURE} {OTHER}",
-        f"v1a,{SIGNATURE[3:]} {SIGNATURE}",
-        f"v2,abc {SIGNATURE}",
-        f"v1,not-base64 {SIGNATURE}",
-        f"garbage {SIGNATURE}",
-        f"{SIGNATURE}  {OTHER}",
-    ])
+    @pytest.mark.parametrize(
+        "value",
+        [
+            f"{OTHER} {SIGNATURE}",
+            f"{SIGNATURE} {OTHER}",
+            f"v1a,{SIGNATURE[3:]} {SIGNATURE}",
+            f"v2,abc {SIGNATURE}",
+            f"v1,not-base64 {SIGNATURE}",
+            f"garbage {SIGNATURE}",
+            f"{SIGNATURE}  {OTHER}",
+        ],
+    )
     def test_a_matching_v1_anywhere_in_the_list(self, value: str) -> None:
         assert scheme.verify(request(headers(signature=value)), [SECRET], TS).secret_index == 0
 
@@ -172,16 +182,19 @@ class TestSignatureList:
         value = f"{self.OTHER} {SIGNATURE}"
         assert scheme.verify(request(headers(signature=value)), [OTHER_SECRET], TS)
 
-    @pytest.mark.parametrize("value", [
-        SIGNATURE[3:],                       # no version
-        "v1a," + SIGNATURE[3:],              # asymmetric only: not supported here
-        "v2," + SIGNATURE[3:],
-        "v1," + SIGNATURE[3:].rstrip("="),   # unpadded
-        "v1," + SIGNATURE[3:-2] + "!=",
-        "v1=" + SIGNATURE[3:],
-        "v1,",
-        SIGNATURE.replace(",", ", "),
-    ])
+    @pytest.mark.parametrize(
+        "value",
+        [
+            SIGNATURE[3:],  # no version
+            "v1a," + SIGNATURE[3:],  # asymmetric only: not supported here
+            "v2," + SIGNATURE[3:],
+            "v1," + SIGNATURE[3:].rstrip("="),  # unpadded
+            "v1," + SIGNATURE[3:-2] + "!=",
+            "v1=" + SIGNATURE[3:],
+            "v1,",
+            SIGNATURE.replace(",", ", "),
+        ],
+    )
     def test_no_usable_v1_is_malformed(self, value: str) -> None:
         with pytest.raises(VerificationError) as err:
             scheme.verify(request(headers(signature=value)), [SECRET], TS)
@@ -204,9 +217,13 @@ class TestSignatureList:
 class TestSecrets:
     RAW_KEY = base64.b64decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 
-    @pytest.mark.parametrize("secret", [
-        SECRET, SECRET.removeprefix("whsec_"),
-    ])
+    @pytest.mark.parametrize(
+        "secret",
+        [
+            SECRET,
+            SECRET.removeprefix("whsec_"),
+        ],
+    )
     def test_prefixed_and_bare_base64_secrets(self, secret: str) -> None:
         assert decode_secret(secret) == self.RAW_KEY
         assert scheme.verify(request(headers()), [secret], TS).secret_index == 0

@@ -149,10 +149,18 @@ class TestHeaderShape:
         header = f"t={T},v1=not-hex,v1={VECTOR_V1}"
         assert scheme.verify(request(header), [SECRET], T).secret_index == 0
 
-    @pytest.mark.parametrize("header", [
-        f"t={T}", f"t={T},v1=", f"t={T},v1=xyz", f"t={T},v1={VECTOR_V1[:-1]}",
-        f"t={T},v1= {VECTOR_V1}", f"t={T},v1={VECTOR_V1} ", f"t={T},V1={VECTOR_V1}",
-    ])
+    @pytest.mark.parametrize(
+        "header",
+        [
+            f"t={T}",
+            f"t={T},v1=",
+            f"t={T},v1=xyz",
+            f"t={T},v1={VECTOR_V1[:-1]}",
+            f"t={T},v1= {VECTOR_V1}",
+            f"t={T},v1={VECTOR_V1} ",
+            f"t={T},V1={VECTOR_V1}",
+        ],
+    )
     def test_no_usable_v1_is_malformed(self, header: str) -> None:
         with pytest.raises(VerificationError) as err:
             scheme.verify(request(header), [SECRET], T)
@@ -165,9 +173,14 @@ class TestHeaderShape:
             scheme.verify(request(header), [SECRET], T)
         assert err.value.reason == "timestamp_missing"
 
-    @pytest.mark.parametrize("header", [
-        f"t={T};v1={VECTOR_V1}", f"t={T} ,v1={VECTOR_V1}", f"t=={T},v1={VECTOR_V1}",
-    ])
+    @pytest.mark.parametrize(
+        "header",
+        [
+            f"t={T};v1={VECTOR_V1}",
+            f"t={T} ,v1={VECTOR_V1}",
+            f"t=={T},v1={VECTOR_V1}",
+        ],
+    )
     def test_t_with_trailing_junk_is_timestamp_invalid(self, header: str) -> None:
         with pytest.raises(TimestampError) as err:
             scheme.verify(request(header), [SECRET], T)
@@ -254,7 +267,8 @@ class TestCaseC03JoinedHeaders:
             "httpMethod": "POST",
             "multiValueHeaders": {
                 "Stripe-Signature": [
-                    sdk_header(VECTOR_BODY), sdk_header(VECTOR_BODY, timestamp=T + 5)
+                    sdk_header(VECTOR_BODY),
+                    sdk_header(VECTOR_BODY, timestamp=T + 5),
                 ]
             },
             "body": VECTOR_BODY.decode(),

@@ -98,13 +98,22 @@ class GenericHmacScheme(SignatureScheme):
 
     name = "generic-hmac"
     default_tolerance_seconds = 300
-    option_names = frozenset({
-        "header", "prefix", "algorithm", "encoding", "timestamp_header", "timestamp_unit",
-        "signed_template", "delivery_id_header",
-    })
+    option_names = frozenset(
+        {
+            "header",
+            "prefix",
+            "algorithm",
+            "encoding",
+            "timestamp_header",
+            "timestamp_unit",
+            "signed_template",
+            "delivery_id_header",
+        }
+    )
 
-    def __init__(self, options: Mapping[str, Any] | None = None,
-                 tolerance_seconds: int | None = None) -> None:
+    def __init__(
+        self, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
+    ) -> None:
         super().__init__(options, tolerance_seconds)
         opts = self.options
         for key, value in opts.items():
@@ -193,8 +202,9 @@ class GenericHmacScheme(SignatureScheme):
             ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance).
         """
         value = signature_header(request, self.header)
-        digest = self._decode(value.removeprefix(self.prefix)) if value.startswith(
-            self.prefix) else None
+        digest = (
+            self._decode(value.removeprefix(self.prefix)) if value.startswith(self.prefix) else None
+        )
         if digest is None:
             raise VerificationError(
                 "signature_malformed", f"{self.header} is not {self.prefix}<{self.encoding}>"
