@@ -17,7 +17,9 @@ NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "WebhookPipeline")
 
 logger = Logger()
 metrics = Metrics(namespace=NAMESPACE)
-tracer = Tracer()
+# Only botocore is patched: X-Ray has no redis-py patcher, and patching everything it knows
+# imports libraries (requests, httplib, sqlite3...) the functions never use, costing cold start.
+tracer = Tracer(patch_modules=["botocore"])
 
 
 class MetricName:
