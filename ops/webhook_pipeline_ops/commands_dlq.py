@@ -1,0 +1,105 @@
+"""``webhook-pipeline dlq peek``: what is in the dead-letter queue, without consuming it.
+
+Each message is received and made visible again at once (visibility 0), so nothing is consumed;
+the peek does add one to each message's receive count. Bodies (which may hold personal data) are
+shown only with ``--show-body``. SQS does not return messages oldest first: a peek of N shows some
+N messages, not the N oldest.
+
+``reason`` is derived, since SQS's redrive records none: ``malformed: ...`` for a body that is
+not a valid envelope (the processor can never apply it), otherwise ``retries exhausted`` (with
+the replay count if it already came back from a replay); the processor's log lines for the
+delivery id give the error itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+from datetime import UTC, datetime
+from typing import Any
+
+from webhook_pipeline.envelope import Envelope
+from webhook_pipeline.errors import MalformedEnvelopeError
+from webhook_pipeline.replay import DlqMessage
+from webhook_pipeline.sqs_dlq import SqsDeadLetterQueue
+
+from webhook_pipeline_ops.aws import Aws, OpsError, common_options
+from webhook_pipeline_ops.output import human_age, print_json, print_table
+
+COLUMNS = ("source", "delivery_id", "event_type", "receive_count", "reason", "age", "message_id")
+
+
+def register(subparsers: Any) -> None:
+    """Add ``dlq peek``."""
+    dlq = subparsers.add_parser("dlq", help="inspect the dead-letter queue")
+    actions = dlq.add_subparsers(dest="dlq_command", metavar="ACTION", required=True)
+    peek = actions.add_parser(
+        "peek",
+        parents=[common_options()],
+        help="list DLQ messages without consuming them",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    peek.add_argument("--max", type=int, default=10, help="at most N messages (default 10)")
+    peek.add_argument("--show-body", action="store_true", help="include the message bodies")
+    peek.set_defaults(func=run_peek)
+
+
+def describe(message: DlqMessage, show_body: bool, now: datetime | None = None) -> dict[str, Any]:
+    """One DLQ message as a row: who, what, why, how old (and the body when asked)."""
+    now = now or datetime.now(UTC)
+    row: dict[str, Any] = {
+        "message_id": message.message_id,
+        "receive_count": message.receive_count,
+        "sent_at": message.sent_at.isoformat() if message.sent_at else None,
+        "age_seconds": int((now - message.sent_at).total_seconds()) if message.sent_at else None,
+    }
+    try:
+        envelope = Envelope.from_json(message.body)
+    except MalformedEnvelopeError as exc:
+        row.update(source=None, delivery_id=None, event_type=None)
+        row["reason"] = f"malformed: {str(exc)[:120]}"
+        envelope = None
+    else:
+        row.update(
+            source=envelope.source,
+            delivery_id=envelope.delivery_id,
+            event_type=envelope.event_type,
+            received_at=envelope.received_at.isoformat(),
+            replay_count=envelope.replay_count,
+        )
+        row["reason"] = "retries exhausted" + (
+            f" (after {envelope.replay_count} replay(s))" if envelope.replay_count else ""
+        )
+    row["age"] = human_age(row["age_seconds"])
+    if show_body:
+        row["body"] = message.body
+        if envelope is not None and envelope.body_b64 is not None:
+            try:
+                row["payload"] = base64.b64decode(envelope.body_b64).decode("utf-8", "replace")
+            except (binascii.Error, ValueError):
+                row["payload"] = None
+        elif envelope is not None and envelope.body_ref is not None:
+            row["payload"] = f"s3://{envelope.body_ref.bucket}/{envelope.body_ref.key}"
+    return row
+
+
+def run_peek(args: argparse.Namespace) -> int:
+    if args.max < 1:
+        raise OpsError("--max must be at least 1", exit_code=2)
+    aws = Aws(args)
+    dlq = SqsDeadLetterQueue(aws.client("sqs"), aws.resources.require("dlq_url"))
+    rows = [describe(m, args.show_body) for m in dlq.peek(args.max)]
+    if args.json:
+        print_json(rows)
+        return 0
+    if not rows:
+        print("The dead-letter queue is empty (nothing visible).")
+        return 0
+    print_table(rows, COLUMNS)
+    if args.show_body:
+        for row in rows:
+            print(f"\n--- {row['message_id']} ({row['source']}/{row['delivery_id']})")
+            print(row.get("payload") if row.get("payload") is not None else row["body"])
+    return 0
