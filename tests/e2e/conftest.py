@@ -1,0 +1,175 @@
+"""The local stack as a subprocess for end-to-end tests.
+
+``local_stack`` starts ``webhook-pipeline local run`` on free ports with its own redis-server
+(``REDIS_URL`` unset), a 2-second visibility timeout and ``MaxReceiveCount=2`` so a poison message
+reaches the DLQ in seconds; it waits for readiness by polling (``/health`` and the ``ready``
+file) and stops the process by its PID at teardown (and checks that its redis-server is gone).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT, free_port
+
+READY_TIMEOUT = 90.0
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.2,
+             what: str = "condition") -> Any:
+    """Poll ``predicate`` until truthy; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+@dataclass
+class LocalStack:
+    """The running stack: its URLs, outputs, secrets, and the operator CLI against it."""
+
+    process: subprocess.Popen[bytes]
+    state_dir: Path
+    ready: dict[str, Any]
+    outputs: dict[str, Any]
+    secrets: dict[str, str]
+
+    @property
+    def api_url(self) -> str:
+        return str(self.outputs["ApiUrl"])
+
+    def url(self, source: str) -> str:
+        return f"{self.api_url}/webhooks/{source}"
+
+    def cli(self, *argv: str) -> tuple[int, str]:
+        """Run the operator CLI in-process against this stack; returns (exit code, stdout)."""
+        from webhook_pipeline_ops import cli
+
+        buffer = io.StringIO()
+        saved = os.environ.get("WEBHOOK_PIPELINE_LOCAL_DIR")
+        os.environ["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(self.state_dir)
+        try:
+            with contextlib.redirect_stdout(buffer):
+                code = cli.main(list(argv))
+        finally:
+            if saved is None:
+                os.environ.pop("WEBHOOK_PIPELINE_LOCAL_DIR", None)
+            else:
+                os.environ["WEBHOOK_PIPELINE_LOCAL_DIR"] = saved
+        return code, buffer.getvalue()
+
+    def delivery(self, source: str, delivery_id: str) -> dict[str, Any] | None:
+        """``webhook-pipeline deliveries get --local --json SOURCE ID`` (None when absent)."""
+        code, out = self.cli("deliveries", "get", "--local", "--json", source, delivery_id)
+        return json.loads(out) if code == 0 and out.strip() else None
+
+    def resource(self, source: str, key: str) -> dict[str, Any] | None:
+        """``webhook-pipeline resources get --local --json SOURCE KEY`` (None when absent)."""
+        code, out = self.cli("resources", "get", "--local", "--json", source, key)
+        return json.loads(out) if code == 0 and out.strip() else None
+
+    def client(self, service: str) -> Any:
+        import boto3
+
+        return boto3.client(service, endpoint_url=self.outputs["EndpointUrl"],
+                            region_name=self.outputs["Region"], aws_access_key_id="testing",
+                            aws_secret_access_key="testing")
+
+    def log(self) -> str:
+        path = self.state_dir / "stack.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+def _health(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """``webhook-pipeline local run`` in a subprocess for the session; stopped by PID."""
+    state = tmp_path_factory.mktemp("local-stack")
+    port, moto_port = free_port(), free_port()
+    script = Path(sys.executable).parent / "webhook-pipeline"
+    command = [str(script)] if script.exists() else [sys.executable, "-m",
+                                                     "webhook_pipeline_ops.cli"]
+    command += ["local", "run", "--port", str(port), "--moto-port", str(moto_port),
+                "--visibility-timeout", "2", "--parameter", "MaxReceiveCount=2",
+                "--state-dir", str(state)]
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
+    env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
+    log_file = (state / "stack.log").open("wb")
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_file,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    stack: LocalStack | None = None
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        ready: dict[str, Any] | None = None
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"local stack exited with {process.returncode}:\n"
+                            f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}")
+            with contextlib.suppress(OSError, ValueError):
+                ready = json.loads((state / "ready").read_text())
+            if ready and _health(ready["health_url"]):
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"local stack not ready within {READY_TIMEOUT:.0f} s:\n"
+                        f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}")
+        assert ready is not None and ready["pid"] == process.pid
+        stack = LocalStack(
+            process=process, state_dir=state, ready=ready,
+            outputs=json.loads((state / "outputs.json").read_text()),
+            secrets={name: entry["secret"] for name, entry in
+                     json.loads((state / "secrets.json").read_text())["sources"].items()},
+        )
+        yield stack
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log_file.close()
+    # Clean stop: the redis-server it started is gone and the ready file removed.
+    if stack is not None:
+        redis_pid = stack.ready.get("redis_pid")
+        if redis_pid:
+            wait_for(lambda: not _alive(int(redis_pid)), timeout=10,
+                     what=f"redis-server {redis_pid} to stop")
+        assert not (state / "ready").exists()
