@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
 import uuid
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -71,6 +75,41 @@ def make_atomic() -> None:
         setattr(DynamoDBBackend, name, locked)
 
 
+ENDPOINTS = {
+    "server": (
+        "moto server in a separate process (its CPU is not the processor's), empty table per "
+        "run, fixed sleep before each DynamoDB request is sent"
+    ),
+    "in-process": (
+        "in-process moto (its CPU shares the processor's GIL), empty table per run, "
+        "fixed sleep before each DynamoDB request is sent"
+    ),
+}
+
+
+def start_moto_server() -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``moto_server`` on a free local port; return the process and its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    binary = Path(sys.executable).with_name("moto_server")
+    process = subprocess.Popen(
+        [str(binary), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return process, url
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit("moto_server did not start")
+
+
 def envelope(delivery_id: str, resource: str, seq: int) -> str:
     raw = json.dumps({"id": delivery_id, "data": {"object": {"id": resource}}}).encode()
     return json.dumps(
@@ -112,15 +151,31 @@ def batch(n: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay-ms", type=float, default=50.0, help="per-request DynamoDB delay")
-    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per case (median)")
+    parser.add_argument("--rounds", type=int, default=15, help="timed rounds per case (median)")
     parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument(
+        "--endpoint",
+        choices=sorted(ENDPOINTS),
+        default="in-process",
+        help="in-process moto (default) or a moto server in its own process",
+    )
     args = parser.parse_args()
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
 
     import boto3
     from moto import mock_aws
 
-    with mock_aws():
-        make_atomic()
+    server: subprocess.Popen[bytes] | None = None
+    if args.endpoint == "server":
+        server, url = start_moto_server()
+        os.environ["AWS_ENDPOINT_URL"] = url
+        context: Any = contextlib.nullcontext()
+    else:
+        context = mock_aws()
+
+    with context:
+        if args.endpoint == "in-process":
+            make_atomic()
         ddb = boto3.client("dynamodb")
 
         def fresh_table() -> None:
@@ -190,6 +245,9 @@ def main() -> None:
             assert response == {"batchItemFailures": []}
             batches.append(t)
 
+    if server is not None:
+        server.terminate()
+        server.wait(timeout=10)
     single, full = statistics.median(singles), statistics.median(batches)
     results = {
         "dynamodb_requests_per_new_delivery": per_delivery,
@@ -205,10 +263,9 @@ def main() -> None:
         "target_ratio_max": 2.5,
         "single_record_ms_all": [round(t * 1000, 1) for t in singles],
         "batch_ms_all": [round(t * 1000, 1) for t in batches],
-        "endpoint": (
-            "in-process moto (its CPU shares the processor's GIL), empty table per run, "
-            "fixed sleep before each DynamoDB request is sent"
-        ),
+        "endpoint": ENDPOINTS[args.endpoint],
+        "cpus": os.cpu_count(),
+        "load_average_1m_at_end": round(os.getloadavg()[0], 2),
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
