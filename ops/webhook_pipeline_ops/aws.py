@@ -162,7 +162,8 @@ class Aws:
                 kwargs["endpoint_url"] = self.endpoint_url
             if self._fake_credentials:
                 kwargs.update(aws_access_key_id="testing", aws_secret_access_key="testing")  # noqa: S106
-            self._clients[service] = self.session.client(service, **kwargs)
+            factory: Any = self.session.client
+            self._clients[service] = factory(service, **kwargs)
         return self._clients[service]
 
     @property
