@@ -29,13 +29,12 @@ RedisMode = Literal["auto", "server", "in-process"]
 
 STANDIN_WARNING = """
 **************************************************************************************
-*  WARNING: redis-server was not found; using an IN-PROCESS STAND-IN (fakeredis).     *
-*  It is NOT a real Redis. The dedup gate works, but timings, eviction and failure    *
-*  behaviour differ. Install redis-server (apt-get install redis-server) or set       *
-*  REDIS_URL to a real Redis for anything you want to trust.                          *
+*  WARNING: Redis is an IN-PROCESS STAND-IN (fakeredis), NOT a real Redis.           *
+*  The dedup gate works, but timings, eviction and failure behaviour differ.          *
+*  Install redis-server (apt-get install redis-server) or set REDIS_URL to a real     *
+*  Redis for anything you want to trust.                                              *
 **************************************************************************************
 """
-
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free on ``host`` a moment ago."""
