@@ -5,7 +5,8 @@ PY     := $(VENV)/bin/python
 STAMP_LOCAL := $(VENV)/.installed-local
 STAMP_DEV   := $(VENV)/.installed-dev
 
-.PHONY: help install install-dev run demo send test test-unit test-integration test-e2e test-template \
+
+.PHONY: help install install-dev run demo send test redis-server test-unit test-integration test-e2e test-template \
         test-docker lint format typecheck bench build validate deploy clean
 
 help:  ## list the targets
@@ -32,16 +33,23 @@ run: $(STAMP_LOCAL)  ## start the whole pipeline locally (Redis, moto, ingest on
 demo: $(STAMP_LOCAL)  ## run a short mixed scenario against the local stack (starts it if needed)
 	$(VENV)/bin/webhook-pipeline local demo
 
-test: $(STAMP_DEV)  ## run every test tier (needs redis-server on PATH; Docker tests skip with a reason)
+test: $(STAMP_DEV) redis-server  ## run every test tier (installs redis-server with apt-get if missing and root)
 	$(PY) -m pytest
+
+redis-server:  # the tests start their own redis-server processes on free ports
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing redis-server (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  else echo "redis-server is not installed: apt-get install redis-server (or brew install redis)"; exit 1; fi; }
 
 test-unit: $(STAMP_DEV)
 	$(PY) -m pytest tests/unit
 
-test-integration: $(STAMP_DEV)
+test-integration: $(STAMP_DEV) redis-server
 	$(PY) -m pytest tests/integration
 
-test-e2e: $(STAMP_DEV)
+test-e2e: $(STAMP_DEV) redis-server
 	$(PY) -m pytest tests/e2e
 
 test-template: $(STAMP_DEV)
@@ -54,7 +62,7 @@ lint: $(STAMP_DEV)  ## ruff, cfn-lint, sam validate --lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/cfn-lint template.yaml
-	$(VENV)/bin/sam validate --lint
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/sam validate --lint
 
 format: $(STAMP_DEV)
 	$(VENV)/bin/ruff format .
@@ -70,7 +78,7 @@ build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)
 	$(VENV)/bin/sam build
 
 validate: $(STAMP_DEV)
-	$(VENV)/bin/sam validate --lint
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/sam validate --lint
 
 deploy: build  ## sam deploy --guided (first time) using samconfig.toml
 	$(VENV)/bin/sam deploy --guided
