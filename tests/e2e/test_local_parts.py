@@ -1,0 +1,201 @@
+"""The local stack's parts: the HTTP gateway over real HTTP, provisioning from template.yaml,
+the SQS poller's settlement of a batch.
+
+The gateway is exercised with a recording function in place of the ingest handler, so the
+API Gateway 2.0 event it builds can be asserted field by field; provisioning and the poller run
+against in-process moto.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from webhook_pipeline_ops.local.http_gateway import Gateway, Route
+from webhook_pipeline_ops.local.poller import SqsPoller
+from webhook_pipeline_ops.local.provision import (
+    FunctionSpec,
+    HttpRoute,
+    QueueInfo,
+    SqsEventSource,
+    provision,
+)
+
+from tests.conftest import REGION, ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+class RecordingFunction:
+    """Stands in for a LocalFunction: records events, answers with a scripted result."""
+
+    def __init__(self, result: Any = None, error: Exception | None = None) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.result = result
+        self.error = error
+        self.spec = FunctionSpec("Fake", "fake", Path("."), "app.h", 3, 128, {}, [], [], [])
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        self.events.append(event)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+@pytest.fixture
+def gateway() -> Any:
+    fn = RecordingFunction({"statusCode": 202, "headers": {"content-type": "application/json",
+                                                           "x-extra": "1"},
+                            "body": '{"status":"accepted"}'})
+    gw = Gateway("127.0.0.1", 0, [Route(HttpRoute("POST", "/webhooks/{source}"), fn)],  # type: ignore[arg-type]
+                 {})
+    gw.start()
+    yield gw, fn
+    gw.stop()
+
+
+def _request(port: int, method: str, target: str, body: bytes,
+             headers: list[tuple[str, str]]) -> http.client.HTTPResponse:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.putrequest(method, target, skip_accept_encoding=True)
+    for name, value in headers:
+        conn.putheader(name, value)
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders()
+    conn.send(body)
+    return conn.getresponse()
+
+
+def test_binary_body_is_base64_and_headers_are_folded(gateway: Any) -> None:
+    gw, fn = gateway
+    body = b"\xff\x00\xfe raw bytes"
+    response = _request(gw.port, "POST", "/webhooks/stripe?a=1&a=2&b=x", body, [
+        ("Content-Type", "application/octet-stream"),
+        ("Stripe-Signature", "t=1,v1=aa"), ("stripe-signature", "t=1,v1=bb"),
+        ("Cookie", "c1=1; c2=2"), ("User-Agent", "Stripe/1.0")])
+    assert response.status == 202
+    assert response.getheader("x-extra") == "1"
+    assert json.loads(response.read()) == {"status": "accepted"}
+    event = fn.events[0]
+    assert event["version"] == "2.0" and event["routeKey"] == "POST /webhooks/{source}"
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == body
+    assert event["headers"]["stripe-signature"] == "t=1,v1=aa,t=1,v1=bb"
+    assert "cookie" not in event["headers"] and event["cookies"] == ["c1=1", "c2=2"]
+    assert event["pathParameters"] == {"source": "stripe"}
+    assert event["rawPath"] == "/webhooks/stripe" and event["rawQueryString"] == "a=1&a=2&b=x"
+    assert event["queryStringParameters"] == {"a": "1,2", "b": "x"}
+    http_ctx = event["requestContext"]["http"]
+    assert http_ctx["method"] == "POST" and http_ctx["path"] == "/webhooks/stripe"
+    assert http_ctx["sourceIp"] == "127.0.0.1" and http_ctx["userAgent"] == "Stripe/1.0"
+
+
+def test_json_body_is_passed_as_exact_text(gateway: Any) -> None:
+    gw, fn = gateway
+    body = '{"b": 1,  "a": "é"}'.encode()
+    assert _request(gw.port, "POST", "/webhooks/github", body,
+                    [("Content-Type", "application/json")]).status == 202
+    event = fn.events[0]
+    assert event["isBase64Encoded"] is False and event["body"].encode() == body
+    assert "queryStringParameters" not in event
+
+
+def test_unmatched_method_or_path_is_404_and_health_answers(gateway: Any) -> None:
+    gw, fn = gateway
+    assert _request(gw.port, "GET", "/webhooks/stripe", b"", []).status == 404
+    assert _request(gw.port, "POST", "/other", b"{}", []).status == 404
+    health = _request(gw.port, "GET", "/health", b"", [])
+    assert health.status == 200 and json.loads(health.read()) == {"status": "ok"}
+    assert fn.events == []
+
+
+def test_handler_exception_is_a_500() -> None:
+    fn = RecordingFunction(error=RuntimeError("boom"))
+    gw = Gateway("127.0.0.1", 0, [Route(HttpRoute("POST", "/webhooks/{source}"), fn)], {})  # type: ignore[arg-type]
+    gw.start()
+    try:
+        response = _request(gw.port, "POST", "/webhooks/x", b"{}", [])
+        assert response.status == 500
+        assert json.loads(response.read()) == {"message": "Internal Server Error"}
+    finally:
+        gw.stop()
+
+
+class _Clients:
+    def __getattr__(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION)
+
+
+def test_resources_are_provisioned_from_the_template(aws: None) -> None:
+    # Given the repository's template, when it is provisioned into moto
+    stack = provision(ROOT / "template.yaml", clients=_Clients(), region=REGION,
+                      parameter_overrides={"MaxReceiveCount": "3"})
+    # Then the queues carry the template's attributes and the redrive policy to the DLQ
+    main, dlq = stack.queues["MainQueue"], stack.queues["DeadLetterQueue"]
+    assert main.visibility_timeout == 390 and main.max_receive_count == 3
+    redrive = json.loads(main.attributes["RedrivePolicy"])
+    assert redrive["deadLetterTargetArn"] == dlq.arn
+    assert main.attributes["MessageRetentionPeriod"] == "345600"
+    assert dlq.attributes["MessageRetentionPeriod"] == "1209600"
+    # And the table has its keys and TTL, the bucket exists, the alarms are there
+    ddb = boto3.client("dynamodb", region_name=REGION)
+    table = ddb.describe_table(TableName=stack.tables["DeliveriesTable"])["Table"]
+    assert {k["AttributeName"]: k["KeyType"] for k in table["KeySchema"]} == {
+        "pk": "HASH", "sk": "RANGE"}
+    ttl = ddb.describe_time_to_live(TableName=stack.tables["DeliveriesTable"])
+    assert ttl["TimeToLiveDescription"]["AttributeName"] == "expires_at"
+    boto3.client("s3", region_name=REGION).head_bucket(Bucket=stack.buckets["PayloadBucket"])
+    alarms = boto3.client("cloudwatch", region_name=REGION).describe_alarms()
+    names = {a["AlarmName"] for a in alarms["MetricAlarms"] + alarms["CompositeAlarms"]}
+    assert len(names) == len(stack.alarms) >= 5
+    # And the functions' environment resolves to the local resources; Redis is left to the stack
+    ingest, processor = stack.functions["IngestFunction"], stack.functions["ProcessorFunction"]
+    assert ingest.environment["QUEUE_URL"] == main.url
+    assert ingest.environment["PAYLOAD_BUCKET"] == stack.buckets["PayloadBucket"]
+    assert ingest.environment["SECRETS_PREFIX"].endswith("/")
+    assert "REDIS_URL" in ingest.unresolved_environment
+    assert "AWS_ENDPOINT_URL" not in ingest.environment  # !Ref AWS::NoValue
+    assert processor.environment["TABLE_NAME"] == stack.tables["DeliveriesTable"]
+    (event,) = processor.sqs_events
+    assert event.queue_arn == main.arn and event.report_batch_item_failures
+    assert (event.batch_size, event.maximum_batching_window_seconds) == (10, 1)
+    assert {(r.method, r.path) for r in ingest.http_routes} >= {("POST", "/webhooks/{source}")}
+    assert "RedisCache" in stack.skipped and "Vpc" in stack.skipped
+
+
+def test_poller_deletes_successes_and_leaves_reported_failures(aws: None) -> None:
+    sqs = boto3.client("sqs", region_name=REGION)
+    url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"]
+    for i in range(3):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{i}", MessageAttributes={
+            "k": {"DataType": "String", "StringValue": "v"}})
+
+    class FailM1(RecordingFunction):
+        def invoke(self, event: dict[str, Any]) -> Any:
+            self.events.append(event)
+            return {"batchItemFailures": [{"itemIdentifier": r["messageId"]}
+                                          for r in event["Records"] if r["body"] == "m1"]}
+
+    fn = FailM1()
+    poller = SqsPoller(sqs, QueueInfo("Q", "q", url, arn, {}),
+                       SqsEventSource(arn, batch_size=10, report_batch_item_failures=True),
+                       fn, REGION, poll_wait_seconds=0)  # type: ignore[arg-type]
+    poller.process(poller.receive_batch())
+    (event,) = fn.events
+    record = event["Records"][0]
+    assert record["eventSource"] == "aws:sqs" and record["eventSourceARN"] == arn
+    assert record["awsRegion"] == REGION and record["md5OfBody"]
+    assert record["attributes"]["ApproximateReceiveCount"] == "1"
+    assert "SentTimestamp" in record["attributes"]
+    assert record["messageAttributes"]["k"]["stringValue"] == "v"
+    assert poller.stats["deleted"] == 2 and poller.stats["failed"] == 1
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"  # m1 waits for its timeout
+    assert attrs["ApproximateNumberOfMessages"] == "0"
