@@ -17,19 +17,16 @@ from webhook_pipeline.errors import PayloadIntegrityError, PayloadUnavailableErr
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
 
-class PayloadReader(Protocol):
-    """What the processor needs from a claim-check store."""
-
-    def get(self, pointer: BodyPointer) -> bytes:
-        """Return the raw body bytes at ``pointer``."""
-        ...
-
-
-class PayloadStore(PayloadReader, Protocol):
-    """A claim-check store: the ingest side puts, the processor gets."""
+class PayloadStore(Protocol):
+    """A claim-check store: the ingest side puts, the processor gets (the processor's own port
+    is :class:`webhook_pipeline.processing.PayloadReader`)."""
 
     def put(self, key: str, body: bytes) -> BodyPointer:
         """Store ``body`` under ``key`` and return where it is."""
+        ...
+
+    def get(self, pointer: BodyPointer) -> bytes:
+        """Return the raw body bytes at ``pointer``."""
         ...
 
 

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
-from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
+from webhook_pipeline.envelope import BodyPointer, Envelope, sha256_hex, utcnow
 from webhook_pipeline.errors import (
     HookError,
     MalformedEnvelopeError,
@@ -36,7 +36,6 @@ from webhook_pipeline.errors import (
     TransientError,
 )
 from webhook_pipeline.hooks import HookEvent, HookRegistry
-from webhook_pipeline.payloads import PayloadReader
 
 
 class Outcome(StrEnum):
@@ -133,6 +132,22 @@ class StoreResult:
     hook_state: HookState | None = None
     stored_outcome: Outcome | None = None
     watermark: int | None = None
+
+
+class PayloadReader(Protocol):
+    """Where claim-check bodies are read from (S3 in :mod:`webhook_pipeline.payloads`)."""
+
+    def get(self, pointer: BodyPointer) -> bytes:
+        """The raw body bytes at ``pointer``.
+
+        Raises
+        ------
+        PayloadIntegrityError
+            The object does not exist.
+        PayloadUnavailableError
+            A transient failure.
+        """
+        ...
 
 
 class DeliveryStore(Protocol):
