@@ -5,10 +5,10 @@ the peek does add one to each message's receive count. Bodies (which may hold pe
 shown only with ``--show-body``. SQS does not return messages oldest first: a peek of N shows some
 N messages, not the N oldest.
 
-``reason`` is derived, since SQS's redrive records none: ``malformed: ...`` for a body that is
-not a valid envelope (the processor can never apply it), otherwise ``retries exhausted`` (with
-the replay count if it already came back from a replay); the processor's log lines for the
-delivery id give the error itself.
+``reason`` is derived, since SQS's redrive records none: ``malformed envelope`` for a body that
+is not a valid envelope (the processor can never apply it; ``--json`` adds the parse error as
+``detail``), otherwise ``retries exhausted`` (with the replay count if it already came back
+from a replay); the processor's log lines for the delivery id give the error itself.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def describe(message: DlqMessage, show_body: bool, now: datetime | None = None) 
         envelope = Envelope.from_json(message.body)
     except MalformedEnvelopeError as exc:
         row.update(source=None, delivery_id=None, event_type=None)
-        row["reason"] = f"malformed: {str(exc)[:120]}"
+        row["reason"] = "malformed envelope"
+        row["detail"] = str(exc)[:300]
         envelope = None
     else:
         row.update(
