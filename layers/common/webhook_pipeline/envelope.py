@@ -66,7 +66,7 @@ class Envelope(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     source: str = Field(min_length=1, max_length=64)
     delivery_id: str = Field(min_length=1, max_length=256)
     received_at: datetime

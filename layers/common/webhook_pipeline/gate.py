@@ -32,6 +32,7 @@ import enum
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -203,11 +204,11 @@ class CircuitBreaker:
     """
 
     cooldown_seconds: float
-    now: Any = time.monotonic
+    now: Callable[[], float] = time.monotonic
     _open_until: float = 0.0
 
     def allow(self) -> bool:
-        return self.now() >= self._open_until
+        return bool(self.now() >= self._open_until)
 
     def trip(self) -> None:
         self._open_until = self.now() + self.cooldown_seconds

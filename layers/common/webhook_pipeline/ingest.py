@@ -255,26 +255,29 @@ class IngestService:
         if self.gate is None or not self.breaker.allow():
             if self.gate is not None:
                 count(MetricName.GATE_UNAVAILABLE)
-            return self._bypass()
+            self._fail_open_or_raise()
+            return None
         try:
             outcome = self.gate.claim(key, token, self.policy.claim_ttl_seconds)
         except GateUnavailableError as exc:
             self.breaker.trip()
             count(MetricName.GATE_UNAVAILABLE)
             logger.warning("dedup gate unavailable", extra={"error": str(exc)[:200]})
-            return self._bypass()
+            self._fail_open_or_raise()
+            return None
         self.breaker.reset()
         return outcome
 
-    def _bypass(self) -> None:
+    def _fail_open_or_raise(self) -> None:
         if not self.policy.fail_open:
             raise GateClosedError()
-        return None
 
     def _release(self, key: str, token: str) -> None:
+        if self.gate is None:
+            return
         try:
-            self.gate.release(key, token) if self.gate else None
-            count(MetricName.CLAIM_RELEASED)
+            if self.gate.release(key, token):
+                count(MetricName.CLAIM_RELEASED)
         except GateUnavailableError as exc:
             # The pending claim expires after claim_ttl_seconds; until then the sender's retry
             # answers 503 (in flight), never "duplicate" (I1).
@@ -284,8 +287,10 @@ class IngestService:
             )
 
     def _confirm(self, key: str, token: str) -> None:
+        if self.gate is None:
+            return
         try:
-            if self.gate and not self.gate.confirm(key, token, self.policy.dedup_ttl_seconds):
+            if not self.gate.confirm(key, token, self.policy.dedup_ttl_seconds):
                 logger.warning("claim was taken over before confirm; left alone")
         except GateUnavailableError as exc:
             # Enqueued already: a lost confirm only weakens the fast filter; DynamoDB still
