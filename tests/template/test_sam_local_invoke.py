@@ -1,0 +1,388 @@
+"""`sam build` + `sam local invoke` of the real functions inside a Lambda runtime container.
+
+Needs Docker, so it runs only with ``RUN_DOCKER_TESTS=1`` (``make test-docker``; ``.ci/run`` sets it
+when Docker can be started). Otherwise every test here is skipped with the reason (shown by
+``pytest -ra``). With ``RUN_DOCKER_TESTS=1`` and no working Docker, it runs
+``../shared/tools/lambda-image.sh`` (starts dockerd, builds ``local/lambda-python:3.13``) first.
+
+What it starts, and stops again by PID: a ``redis-server`` and a ``moto_server`` both listening
+on 0.0.0.0 (free ports), so the function container reaches them as ``host.docker.internal``
+(``--add-host host.docker.internal:host-gateway``). It creates the queues, table, bucket and
+the GitHub development secret there, writes an env-vars file derived from
+``env/local-invoke.json`` with those ports, builds for x86_64 and invokes:
+
+- IngestFunction with ``events/ingest-github.json`` (signed with the development secret; GitHub
+  signs no timestamp, so the committed event stays valid) -> 202, the same event again -> 200
+  (duplicate at the gate: the container really talks to Redis), and
+  ``events/ingest-bad-signature.json`` -> 401, with exactly one message on the queue;
+- ProcessorFunction with ``events/sqs-new-delivery.json`` -> ``{"batchItemFailures": []}`` and
+  ``events/sqs-malformed.json`` -> exactly its two poison ``messageId`` values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import redis
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+IMAGE = "local/lambda-python:3.13"
+LAMBDA_IMAGE_SCRIPT = ROOT.parent / "shared" / "tools" / "lambda-image.sh"
+REGION = "us-east-1"
+ACCOUNT = "123456789012"  # moto's default account
+PREFIX = "webhook-pipeline/local/"
+NAMES = {
+    "main": "webhook-pipeline-local-main",
+    "dlq": "webhook-pipeline-local-dlq",
+    "table": "webhook-pipeline-local-deliveries",
+    "bucket": "webhook-pipeline-local-payloads",
+}
+CONTAINER_HOST = "host.docker.internal"
+
+
+# ------------------------------------------------------------------------------ Docker or skip
+
+
+def _docker_works() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    probe = subprocess.run(["docker", "info"], capture_output=True, timeout=30, check=False)
+    return probe.returncode == 0
+
+
+def _image_present() -> bool:
+    probe = subprocess.run(
+        ["docker", "image", "inspect", IMAGE],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    return probe.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def docker() -> None:
+    """Docker and the offline Lambda image, or a skip that says why."""
+    if os.environ.get("RUN_DOCKER_TESTS") != "1":
+        pytest.skip(
+            "sam local invoke tests need Docker: set RUN_DOCKER_TESTS=1 (make test-docker) "
+            "to run them; .ci/run does so when Docker can be started"
+        )
+    if not (_docker_works() and _image_present()):
+        if not LAMBDA_IMAGE_SCRIPT.is_file():
+            pytest.skip(f"Docker is not usable and {LAMBDA_IMAGE_SCRIPT} is missing")
+        built = subprocess.run(
+            ["bash", str(LAMBDA_IMAGE_SCRIPT)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+        if built.returncode != 0 or not _docker_works():
+            pytest.skip(
+                f"Docker could not be started or {IMAGE} not built by {LAMBDA_IMAGE_SCRIPT} "
+                f"(exit {built.returncode}): {(built.stderr or built.stdout)[-600:]}"
+            )
+    if not _image_present():
+        pytest.skip(f"{IMAGE} is not present after {LAMBDA_IMAGE_SCRIPT}")
+
+
+# ------------------------------------------------------------------------------ host services
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        return int(s.getsockname()[1])
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def redis_port(docker: None) -> Iterator[int]:
+    """A redis-server on 0.0.0.0 (reachable from the function container), stopped after."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("redis-server is not installed (.ci/run installs it with apt-get)")
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "0.0.0.0",
+            "--protected-mode",
+            "no",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = redis.Redis(port=port, socket_timeout=0.5)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.RedisError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"redis-server on port {port} did not answer")
+                time.sleep(0.05)
+        yield port
+    finally:
+        _stop(process)
+
+
+@pytest.fixture(scope="module")
+def moto_port(docker: None) -> Iterator[int]:
+    """A moto server on 0.0.0.0 (reachable from the function container), stopped after."""
+    port = _free_port()
+    binary = VENV_BIN / "moto_server"
+    cmd = [str(binary)] if binary.exists() else [sys.executable, "-m", "moto.server"]
+    process = subprocess.Popen(
+        [*cmd, "-H", "0.0.0.0", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"moto_server on port {port} did not start")
+                time.sleep(0.1)
+        yield port
+    finally:
+        _stop(process)
+
+
+def _client(service: str, port: int) -> Any:
+    return boto3.client(service, region_name=REGION, endpoint_url=f"http://127.0.0.1:{port}")
+
+
+def _template_table_schema() -> dict[str, Any]:
+    from cfnlint.decode import cfn_yaml
+
+    table = cfn_yaml.load(str(ROOT / "template.yaml"))["Resources"]["DeliveriesTable"]
+    p = json.loads(json.dumps(table["Properties"]))
+    return {"KeySchema": p["KeySchema"], "AttributeDefinitions": p["AttributeDefinitions"]}
+
+
+@pytest.fixture(scope="module")
+def aws_resources(moto_port: int) -> dict[str, str]:
+    """The resources the functions use, created in the moto server; their container-side names."""
+    from webhook_pipeline_ops.samples import DEV_SECRETS
+
+    sqs = _client("sqs", moto_port)
+    dlq_url = sqs.create_queue(QueueName=NAMES["dlq"])["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})
+    sqs.create_queue(
+        QueueName=NAMES["main"], Attributes={"VisibilityTimeout": "390", "RedrivePolicy": redrive}
+    )
+    _client("dynamodb", moto_port).create_table(
+        TableName=NAMES["table"], BillingMode="PAY_PER_REQUEST", **_template_table_schema()
+    )
+    _client("s3", moto_port).create_bucket(Bucket=NAMES["bucket"])
+    _client("secretsmanager", moto_port).create_secret(
+        Name=f"{PREFIX}github", SecretString=DEV_SECRETS["github"]
+    )
+    base = f"http://{CONTAINER_HOST}:{moto_port}"
+    return {
+        "endpoint": base,
+        "main_url": f"{base}/{ACCOUNT}/{NAMES['main']}",
+        "dlq_url": f"{base}/{ACCOUNT}/{NAMES['dlq']}",
+    }
+
+
+@pytest.fixture(scope="module")
+def env_vars_file(
+    tmp_path_factory: pytest.TempPathFactory, aws_resources: dict[str, str], redis_port: int
+) -> Path:
+    """env/local-invoke.json with this run's ports."""
+    doc = json.loads((ROOT / "env" / "local-invoke.json").read_text())
+    for variables in doc.values():
+        variables["AWS_ENDPOINT_URL"] = aws_resources["endpoint"]
+    doc["IngestFunction"].update(
+        QUEUE_URL=aws_resources["main_url"],
+        PAYLOAD_BUCKET=NAMES["bucket"],
+        SECRETS_PREFIX=PREFIX,
+        REDIS_URL=f"redis://{CONTAINER_HOST}:{redis_port}/0",
+    )
+    doc["ProcessorFunction"].update(TABLE_NAME=NAMES["table"], PAYLOAD_BUCKET=NAMES["bucket"])
+    doc["ReplayFunction"].update(
+        QUEUE_URL=aws_resources["main_url"], DLQ_URL=aws_resources["dlq_url"]
+    )
+    path = tmp_path_factory.mktemp("sam-env") / "env.json"
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+# ------------------------------------------------------------------------------ sam
+
+
+def _sam_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "SAM_CLI_TELEMETRY": "0",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }
+
+
+def _sam() -> str:
+    binary = VENV_BIN / "sam"
+    return str(binary) if binary.exists() else "sam"
+
+
+@pytest.fixture(scope="module")
+def built_template(docker: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`sam build` for x86_64 into a private build dir (the repo's .aws-sam is left alone)."""
+    out = tmp_path_factory.mktemp("sam-build")
+    result = subprocess.run(
+        [
+            _sam(),
+            "build",
+            "--build-dir",
+            str(out / "build"),
+            "--cache-dir",
+            str(out / "cache"),
+            "--parameter-overrides",
+            "Architecture=x86_64",
+        ],
+        cwd=ROOT,
+        env=_sam_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, f"sam build failed:\n{result.stdout}\n{result.stderr}"
+    return out / "build" / "template.yaml"
+
+
+@pytest.fixture(scope="module")
+def invoke(built_template: Path, env_vars_file: Path, aws_resources: dict[str, str]) -> Any:
+    def run(function: str, event: str) -> dict[str, Any]:
+        result = subprocess.run(
+            [
+                _sam(),
+                "local",
+                "invoke",
+                function,
+                "--template",
+                str(built_template),
+                "--event",
+                str(ROOT / "events" / event),
+                "--invoke-image",
+                IMAGE,
+                "--skip-pull-image",
+                "--add-host",
+                f"{CONTAINER_HOST}:host-gateway",
+                "--env-vars",
+                str(env_vars_file),
+                "--parameter-overrides",
+                f"Architecture=x86_64 LocalEndpointUrl={aws_resources['endpoint']}",
+            ],
+            cwd=ROOT,
+            env=_sam_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        lines = [x for x in result.stdout.splitlines() if x.strip()]
+        assert result.returncode == 0 and lines, (
+            f"sam local invoke {function} failed:\n{result.stdout}\n{result.stderr}"
+        )
+        try:
+            return dict(json.loads(lines[-1]))
+        except ValueError:
+            pytest.fail(f"{function} did not return JSON:\n{result.stdout}\n{result.stderr}")
+
+    return run
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+def test_ingest_accepts_a_valid_delivery_then_answers_duplicate(
+    invoke: Any, moto_port: int, aws_resources: dict[str, str]
+) -> None:
+    # Given the GitHub sample signed with the development secret
+    # When it is invoked twice inside the Lambda container
+    first = invoke("IngestFunction", "ingest-github.json")
+    second = invoke("IngestFunction", "ingest-github.json")
+    # Then 202 accepted, then 200 duplicate from the Redis gate
+    assert first["statusCode"] == 202, first
+    assert json.loads(first["body"])["status"] == "accepted"
+    assert second["statusCode"] == 200, second
+    assert json.loads(second["body"])["status"] == "duplicate"
+    # And exactly one envelope reached the main queue
+    sqs = _client("sqs", moto_port)
+    url = sqs.get_queue_url(QueueName=NAMES["main"])["QueueUrl"]
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)
+    bodies = [json.loads(m["Body"]) for m in got.get("Messages", [])]
+    assert [(b["source"], b["delivery_id"]) for b in bodies] == [
+        ("github", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+    ]
+
+
+def test_ingest_rejects_a_bad_signature(invoke: Any) -> None:
+    response = invoke("IngestFunction", "ingest-bad-signature.json")
+    assert response["statusCode"] == 401, response
+
+
+def test_processor_reports_an_empty_list_when_every_record_succeeds(
+    invoke: Any, moto_port: int
+) -> None:
+    response = invoke("ProcessorFunction", "sqs-new-delivery.json")
+    assert response == {"batchItemFailures": []}
+    items = _client("dynamodb", moto_port).scan(TableName=NAMES["table"])["Items"]
+    assert items, "the delivery was recorded"
+
+
+def test_processor_reports_exactly_the_failed_message_ids(invoke: Any) -> None:
+    records = json.loads((ROOT / "events" / "sqs-malformed.json").read_text())["Records"]
+    response = invoke("ProcessorFunction", "sqs-malformed.json")
+    assert response == {
+        "batchItemFailures": [
+            {"itemIdentifier": records[0]["messageId"]},
+            {"itemIdentifier": records[1]["messageId"]},
+        ]
+    }
