@@ -173,6 +173,11 @@ def response_from_result(result: Any) -> tuple[int, list[tuple[str, str]], bytes
     return status, headers, body
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of senders must not see refused connections
+
+
 class Gateway:
     """The threaded HTTP server in front of the in-process functions."""
 
@@ -182,8 +187,7 @@ class Gateway:
         self.routes = routes
         self.functions = dict(functions)  # by physical and logical name, for Invoke
         self.on_request = on_request
-        self.server = ThreadingHTTPServer((host, port), self._handler_class())
-        self.server.daemon_threads = True
+        self.server = _Server((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
     @property

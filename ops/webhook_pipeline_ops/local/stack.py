@@ -269,9 +269,9 @@ class LocalStack:
         self.redis = start_redis(opts.redis_url, opts.redis_mode)  # type: ignore[arg-type]
         log.info("redis: %s (%s)", self.redis.url, self.redis.kind)
 
-        from moto.server import ThreadedMotoServer
+        from webhook_pipeline_ops.local.moto_server import LocalMotoServer
 
-        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=opts.moto_port, verbose=False)
+        self.moto = LocalMotoServer(ip_address="127.0.0.1", port=opts.moto_port, verbose=False)
         try:
             self.moto.start()
         except OSError as exc:
@@ -451,8 +451,8 @@ class LocalStack:
             f"  files      {self.dir}/ (outputs.json, secrets.json, ready)",
             "",
             "  try:   webhook-pipeline send --source stripe --count 5 --duplicates 0.2",
-            "         webhook-pipeline --local deliveries get ...   (any operator command "
-            "with --local)",
+            "         webhook-pipeline deliveries get --local SOURCE DELIVERY_ID   (any operator "
+            "command with --local)",
             "  stop:  Ctrl-C (or `webhook-pipeline local stop`)",
             "",
         ]
