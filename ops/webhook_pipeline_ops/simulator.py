@@ -100,8 +100,9 @@ class Summary:
                 finals["server_5xx"] += 1
             else:
                 finals["no_answer"] += 1
-        latencies = sorted(a.latency_ms for o in self.outcomes for a in o.attempts
-                           if a.status is not None)
+        latencies = sorted(
+            a.latency_ms for o in self.outcomes for a in o.attempts if a.status is not None
+        )
         return {
             "sent": len(self.outcomes),
             "duplicates_sent": sum(1 for o in self.outcomes if o.planned.duplicate),
@@ -121,19 +122,21 @@ class Summary:
 
     def render(self) -> str:
         d = self.as_dict()
-        return "\n".join([
-            f"sent {d['sent']} deliveries ({d['duplicates_sent']} duplicates) in "
-            f"{d['requests']} requests, {d['elapsed_seconds']} s",
-            f"  202 accepted      {d['accepted_202']}",
-            f"  200 duplicate     {d['duplicate_200']}",
-            f"  other 2xx         {d['other_2xx']}",
-            f"  4xx               {d['client_4xx']}",
-            f"  5xx               {d['server_5xx']}",
-            f"  no answer         {d['no_answer']}",
-            f"  retries           {d['retries']}",
-            f"  ack latency p50   {d['latency_p50_ms']} ms",
-            f"  ack latency p99   {d['latency_p99_ms']} ms",
-        ])
+        return "\n".join(
+            [
+                f"sent {d['sent']} deliveries ({d['duplicates_sent']} duplicates) in "
+                f"{d['requests']} requests, {d['elapsed_seconds']} s",
+                f"  202 accepted      {d['accepted_202']}",
+                f"  200 duplicate     {d['duplicate_200']}",
+                f"  other 2xx         {d['other_2xx']}",
+                f"  4xx               {d['client_4xx']}",
+                f"  5xx               {d['server_5xx']}",
+                f"  no answer         {d['no_answer']}",
+                f"  retries           {d['retries']}",
+                f"  ack latency p50   {d['latency_p50_ms']} ms",
+                f"  ack latency p99   {d['latency_p99_ms']} ms",
+            ]
+        )
 
 
 def percentile(sorted_values: Sequence[float], pct: float) -> float:
@@ -148,9 +151,16 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
 # planning
 
 
-def plan(sources: Sequence[Source], *, count: int, resources: int = 1, duplicates: float = 0.0,
-         out_of_order: bool = False, rng: random.Random | None = None,
-         base_time: int | None = None) -> list[Planned]:
+def plan(
+    sources: Sequence[Source],
+    *,
+    count: int,
+    resources: int = 1,
+    duplicates: float = 0.0,
+    out_of_order: bool = False,
+    rng: random.Random | None = None,
+    base_time: int | None = None,
+) -> list[Planned]:
     """The deliveries to send, in send order.
 
     Parameters
@@ -178,8 +188,9 @@ def plan(sources: Sequence[Source], *, count: int, resources: int = 1, duplicate
             events = per_resource.setdefault(resource, [])
             sequence = base + len(events)
             delivery_id = _new_id(source.name)
-            body, headers = payload(source.name, delivery_id=delivery_id, resource=resource,
-                                    sequence=sequence)
+            body, headers = payload(
+                source.name, delivery_id=delivery_id, resource=resource, sequence=sequence
+            )
             events.append(Planned(source, delivery_id, resource, sequence, None, body, headers))
         lists = list(per_resource.values())
         if out_of_order:
@@ -187,13 +198,22 @@ def plan(sources: Sequence[Source], *, count: int, resources: int = 1, duplicate
                 for j in range(0, len(events) - 1, 2):
                     events[j], events[j + 1] = events[j + 1], events[j]
         longest = max((len(x) for x in lists), default=0)
-        order.extend(e for j in range(longest) for events in lists if j < len(events)
-                     for e in [events[j]])
+        order.extend(
+            e for j in range(longest) for events in lists if j < len(events) for e in [events[j]]
+        )
     n_dup = round(len(order) * max(0.0, min(1.0, duplicates)))
     for original in rng.sample(list(order), n_dup):
         position = order.index(original)
-        dup = Planned(original.source, original.delivery_id, original.resource, original.sequence,
-                      original.event_type, original.body, dict(original.headers), duplicate=True)
+        dup = Planned(
+            original.source,
+            original.delivery_id,
+            original.resource,
+            original.sequence,
+            original.event_type,
+            original.body,
+            dict(original.headers),
+            duplicate=True,
+        )
         order.insert(rng.randint(position + 1, len(order)), dup)
     return order
 
@@ -217,21 +237,31 @@ def signed_headers(planned: Planned, secret: str, attempt: int) -> dict[str, str
     headers.setdefault("user-agent", f"webhook-pipeline-simulator ({planned.source.scheme})")
     if attempt and planned.source.scheme == "slack":
         headers |= {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_timeout"}
-    headers |= sign(planned.source, planned.body, secret, timestamp=int(time.time()),
-                    delivery_id=planned.delivery_id)
+    headers |= sign(
+        planned.source,
+        planned.body,
+        secret,
+        timestamp=int(time.time()),
+        delivery_id=planned.delivery_id,
+    )
     return headers
 
 
-def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float
-         ) -> tuple[int | None, dict[str, str], str, float]:
+def post(
+    url: str, body: bytes, headers: Mapping[str, str], timeout: float
+) -> tuple[int | None, dict[str, str], str, float]:
     """POST once; returns (status or None on timeout/connection error, headers, body, ms)."""
     request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")  # noqa: S310
     started = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             text = response.read().decode("utf-8", "replace")
-            return (response.status, dict(response.headers), text,
-                    (time.perf_counter() - started) * 1000)
+            return (
+                response.status,
+                dict(response.headers),
+                text,
+                (time.perf_counter() - started) * 1000,
+            )
     except urllib.error.HTTPError as exc:
         text = exc.read().decode("utf-8", "replace")
         return exc.code, dict(exc.headers), text, (time.perf_counter() - started) * 1000
@@ -239,8 +269,9 @@ def post(url: str, body: bytes, headers: Mapping[str, str], timeout: float
         return None, {}, "", (time.perf_counter() - started) * 1000
 
 
-def deliver(planned: Planned, *, base_url: str, secret: str, timeout: float,
-            retries: int) -> Outcome:
+def deliver(
+    planned: Planned, *, base_url: str, secret: str, timeout: float, retries: int
+) -> Outcome:
     """Send one delivery, resending it like a provider after a timeout/5xx (``retries`` times)."""
     outcome = Outcome(planned)
     url = source_url(base_url, planned.source.name)
@@ -251,7 +282,7 @@ def deliver(planned: Planned, *, base_url: str, secret: str, timeout: float,
         if status is not None and status < 500:
             break
         if attempt < retries:
-            wait = min(MAX_RETRY_WAIT_SECONDS, 0.25 * 2 ** attempt)
+            wait = min(MAX_RETRY_WAIT_SECONDS, 0.25 * 2**attempt)
             retry_after = {k.lower(): v for k, v in resp_headers.items()}.get("retry-after")
             if retry_after and retry_after.isdigit():
                 wait = min(MAX_RETRY_WAIT_SECONDS, float(retry_after))
@@ -259,9 +290,17 @@ def deliver(planned: Planned, *, base_url: str, secret: str, timeout: float,
     return outcome
 
 
-def send_all(planned: Sequence[Planned], *, base_url: str, secrets: Mapping[str, str],
-             rate: float = 20.0, burst: bool = False, concurrency: int = 8,
-             timeout: float = 10.0, retries: int = 2) -> Summary:
+def send_all(
+    planned: Sequence[Planned],
+    *,
+    base_url: str,
+    secrets: Mapping[str, str],
+    rate: float = 20.0,
+    burst: bool = False,
+    concurrency: int = 8,
+    timeout: float = 10.0,
+    retries: int = 2,
+) -> Summary:
     """Send ``planned`` in order (paced at ``rate``/s, or all at once with ``burst``)."""
     started = time.perf_counter()
     outcomes: list[Outcome | None] = [None] * len(planned)
@@ -269,8 +308,9 @@ def send_all(planned: Sequence[Planned], *, base_url: str, secrets: Mapping[str,
 
     def job(index: int) -> None:
         p = planned[index]
-        outcomes[index] = deliver(p, base_url=base_url, secret=secrets[p.source.name],
-                                  timeout=timeout, retries=retries)
+        outcomes[index] = deliver(
+            p, base_url=base_url, secret=secrets[p.source.name], timeout=timeout, retries=retries
+        )
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = []
@@ -308,24 +348,45 @@ def default_base_url() -> str:
 def register(subparsers: Any) -> None:
     """Add ``send`` to the CLI."""
     p = subparsers.add_parser(
-        "send", help="sign and send realistic webhooks (local stack or a deployed URL)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--source", action="append", metavar="NAME",
-                   help="source(s) to send as (repeatable or comma-separated; default: all)")
+        "send",
+        help="sign and send realistic webhooks (local stack or a deployed URL)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    p.add_argument(
+        "--source",
+        action="append",
+        metavar="NAME",
+        help="source(s) to send as (repeatable or comma-separated; default: all)",
+    )
     p.add_argument("--count", type=int, default=5, help="unique deliveries per source (5)")
     p.add_argument("--rate", type=float, default=20.0, help="requests per second (20)")
     p.add_argument("--burst", action="store_true", help="send everything at once (64 at a time)")
     p.add_argument("--concurrency", type=int, default=8, help="parallel senders when paced (8)")
-    p.add_argument("--duplicates", type=float, default=0.0, metavar="FRACTION",
-                   help="fraction of deliveries re-sent with the same id and body (0..1)")
-    p.add_argument("--out-of-order", action="store_true",
-                   help="send each resource's events in swapped pairs (newer first)")
+    p.add_argument(
+        "--duplicates",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="fraction of deliveries re-sent with the same id and body (0..1)",
+    )
+    p.add_argument(
+        "--out-of-order",
+        action="store_true",
+        help="send each resource's events in swapped pairs (newer first)",
+    )
     p.add_argument("--resources", type=int, default=1, help="distinct resources per source (1)")
     p.add_argument("--timeout", type=float, default=10.0, help="sender-side timeout, seconds")
-    p.add_argument("--retries", type=int, default=2,
-                   help="resends of the same delivery after a timeout or 5xx (2)")
-    p.add_argument("--url", help="base URL (default: the local stack's ApiUrl, else "
-                                 f"{DEFAULT_URL}); /webhooks/{{source}} is appended")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="resends of the same delivery after a timeout or 5xx (2)",
+    )
+    p.add_argument(
+        "--url",
+        help="base URL (default: the local stack's ApiUrl, else "
+        f"{DEFAULT_URL}); /webhooks/{{source}} is appended",
+    )
     p.add_argument("--secret", help="signing secret (default: .local-stack/secrets.json)")
     p.add_argument("--sources-file", help="sources file (default: layers/common/sources.toml)")
     p.add_argument("--seed", type=int, help="random seed (repeatable traffic shape)")
@@ -341,8 +402,10 @@ def _cmd_send(args: argparse.Namespace) -> int:
     names = names or list(all_sources)
     unknown = [n for n in names if n not in all_sources]
     if unknown:
-        print(f"webhook-pipeline send: unknown source(s) {unknown}; known: {sorted(all_sources)}",
-              file=sys.stderr)
+        print(
+            f"webhook-pipeline send: unknown source(s) {unknown}; known: {sorted(all_sources)}",
+            file=sys.stderr,
+        )
         return 2
     if args.secret:
         secrets = dict.fromkeys(names, args.secret)
@@ -350,20 +413,36 @@ def _cmd_send(args: argparse.Namespace) -> int:
         try:
             secrets = load_local_secrets()
         except (OSError, ValueError, KeyError):
-            print("webhook-pipeline send: no .local-stack/secrets.json (is the local stack "
-                  "running?); pass --secret", file=sys.stderr)
+            print(
+                "webhook-pipeline send: no .local-stack/secrets.json (is the local stack "
+                "running?); pass --secret",
+                file=sys.stderr,
+            )
             return 1
         missing = [n for n in names if n not in secrets]
         if missing:
             print(f"webhook-pipeline send: no secret for {missing}; pass --secret", file=sys.stderr)
             return 1
     rng = random.Random(args.seed)  # noqa: S311
-    planned = plan([all_sources[n] for n in names], count=args.count, resources=args.resources,
-                   duplicates=args.duplicates, out_of_order=args.out_of_order, rng=rng)
+    planned = plan(
+        [all_sources[n] for n in names],
+        count=args.count,
+        resources=args.resources,
+        duplicates=args.duplicates,
+        out_of_order=args.out_of_order,
+        rng=rng,
+    )
     base_url = args.url or default_base_url()
-    summary = send_all(planned, base_url=base_url, secrets=secrets, rate=args.rate,
-                       burst=args.burst, concurrency=args.concurrency, timeout=args.timeout,
-                       retries=args.retries)
+    summary = send_all(
+        planned,
+        base_url=base_url,
+        secrets=secrets,
+        rate=args.rate,
+        burst=args.burst,
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+    )
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     else:

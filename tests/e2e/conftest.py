@@ -29,8 +29,9 @@ from tests.conftest import ROOT, free_port
 READY_TIMEOUT = 90.0
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.2,
-             what: str = "condition") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float, interval: float = 0.2, what: str = "condition"
+) -> Any:
     """Poll ``predicate`` until truthy; fail the test after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -100,9 +101,13 @@ class LocalStack:
     def client(self, service: str) -> Any:
         import boto3
 
-        return boto3.client(service, endpoint_url=self.outputs["EndpointUrl"],
-                            region_name=self.outputs["Region"], aws_access_key_id="testing",
-                            aws_secret_access_key="testing")
+        return boto3.client(
+            service,
+            endpoint_url=self.outputs["EndpointUrl"],
+            region_name=self.outputs["Region"],
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
 
     def log(self) -> str:
         path = self.state_dir / "stack.log"
@@ -123,38 +128,66 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
     state = tmp_path_factory.mktemp("local-stack")
     port, moto_port = free_port(), free_port()
     script = Path(sys.executable).parent / "webhook-pipeline"
-    command = [str(script)] if script.exists() else [sys.executable, "-m",
-                                                     "webhook_pipeline_ops.cli"]
-    command += ["local", "run", "--port", str(port), "--moto-port", str(moto_port),
-                "--visibility-timeout", "2", "--parameter", "MaxReceiveCount=2",
-                "--state-dir", str(state)]
+    command = (
+        [str(script)] if script.exists() else [sys.executable, "-m", "webhook_pipeline_ops.cli"]
+    )
+    command += [
+        "local",
+        "run",
+        "--port",
+        str(port),
+        "--moto-port",
+        str(moto_port),
+        "--visibility-timeout",
+        "2",
+        "--parameter",
+        "MaxReceiveCount=2",
+        "--state-dir",
+        str(state),
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
     env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
     log_file = (state / "stack.log").open("wb")
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_file,
-                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     stack: LocalStack | None = None
     try:
         deadline = time.monotonic() + READY_TIMEOUT
         ready: dict[str, Any] | None = None
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                pytest.fail(f"local stack exited with {process.returncode}:\n"
-                            f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}")
+                pytest.fail(
+                    f"local stack exited with {process.returncode}:\n"
+                    f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}"
+                )
             with contextlib.suppress(OSError, ValueError):
                 ready = json.loads((state / "ready").read_text())
             if ready and _health(ready["health_url"]):
                 break
             time.sleep(0.1)
         else:
-            pytest.fail(f"local stack not ready within {READY_TIMEOUT:.0f} s:\n"
-                        f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}")
+            pytest.fail(
+                f"local stack not ready within {READY_TIMEOUT:.0f} s:\n"
+                f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}"
+            )
         assert ready is not None and ready["pid"] == process.pid
         stack = LocalStack(
-            process=process, state_dir=state, ready=ready,
+            process=process,
+            state_dir=state,
+            ready=ready,
             outputs=json.loads((state / "outputs.json").read_text()),
-            secrets={name: entry["secret"] for name, entry in
-                     json.loads((state / "secrets.json").read_text())["sources"].items()},
+            secrets={
+                name: entry["secret"]
+                for name, entry in json.loads((state / "secrets.json").read_text())[
+                    "sources"
+                ].items()
+            },
         )
         yield stack
     finally:
@@ -170,6 +203,9 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
     if stack is not None:
         redis_pid = stack.ready.get("redis_pid")
         if redis_pid:
-            wait_for(lambda: not _alive(int(redis_pid)), timeout=10,
-                     what=f"redis-server {redis_pid} to stop")
+            wait_for(
+                lambda: not _alive(int(redis_pid)),
+                timeout=10,
+                what=f"redis-server {redis_pid} to stop",
+            )
         assert not (state / "ready").exists()

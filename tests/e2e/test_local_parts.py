@@ -49,18 +49,27 @@ class RecordingFunction:
 
 @pytest.fixture
 def gateway() -> Any:
-    fn = RecordingFunction({"statusCode": 202, "headers": {"content-type": "application/json",
-                                                           "x-extra": "1"},
-                            "body": '{"status":"accepted"}'})
-    gw = Gateway("127.0.0.1", 0, [Route(HttpRoute("POST", "/webhooks/{source}"), fn)],  # type: ignore[arg-type]
-                 {})
+    fn = RecordingFunction(
+        {
+            "statusCode": 202,
+            "headers": {"content-type": "application/json", "x-extra": "1"},
+            "body": '{"status":"accepted"}',
+        }
+    )
+    gw = Gateway(
+        "127.0.0.1",
+        0,
+        [Route(HttpRoute("POST", "/webhooks/{source}"), fn)],  # type: ignore[arg-type]
+        {},
+    )
     gw.start()
     yield gw, fn
     gw.stop()
 
 
-def _request(port: int, method: str, target: str, body: bytes,
-             headers: list[tuple[str, str]]) -> http.client.HTTPResponse:
+def _request(
+    port: int, method: str, target: str, body: bytes, headers: list[tuple[str, str]]
+) -> http.client.HTTPResponse:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     conn.putrequest(method, target, skip_accept_encoding=True)
     for name, value in headers:
@@ -74,10 +83,19 @@ def _request(port: int, method: str, target: str, body: bytes,
 def test_binary_body_is_base64_and_headers_are_folded(gateway: Any) -> None:
     gw, fn = gateway
     body = b"\xff\x00\xfe raw bytes"
-    response = _request(gw.port, "POST", "/webhooks/stripe?a=1&a=2&b=x", body, [
-        ("Content-Type", "application/octet-stream"),
-        ("Stripe-Signature", "t=1,v1=aa"), ("stripe-signature", "t=1,v1=bb"),
-        ("Cookie", "c1=1; c2=2"), ("User-Agent", "Stripe/1.0")])
+    response = _request(
+        gw.port,
+        "POST",
+        "/webhooks/stripe?a=1&a=2&b=x",
+        body,
+        [
+            ("Content-Type", "application/octet-stream"),
+            ("Stripe-Signature", "t=1,v1=aa"),
+            ("stripe-signature", "t=1,v1=bb"),
+            ("Cookie", "c1=1; c2=2"),
+            ("User-Agent", "Stripe/1.0"),
+        ],
+    )
     assert response.status == 202
     assert response.getheader("x-extra") == "1"
     assert json.loads(response.read()) == {"status": "accepted"}
@@ -98,8 +116,12 @@ def test_binary_body_is_base64_and_headers_are_folded(gateway: Any) -> None:
 def test_json_body_is_passed_as_exact_text(gateway: Any) -> None:
     gw, fn = gateway
     body = '{"b": 1,  "a": "é"}'.encode()
-    assert _request(gw.port, "POST", "/webhooks/github", body,
-                    [("Content-Type", "application/json")]).status == 202
+    assert (
+        _request(
+            gw.port, "POST", "/webhooks/github", body, [("Content-Type", "application/json")]
+        ).status
+        == 202
+    )
     event = fn.events[0]
     assert event["isBase64Encoded"] is False and event["body"].encode() == body
     assert "queryStringParameters" not in event
@@ -133,8 +155,12 @@ class _Clients:
 
 def test_resources_are_provisioned_from_the_template(aws: None) -> None:
     # Given the repository's template, when it is provisioned into moto
-    stack = provision(ROOT / "template.yaml", clients=_Clients(), region=REGION,
-                      parameter_overrides={"MaxReceiveCount": "3"})
+    stack = provision(
+        ROOT / "template.yaml",
+        clients=_Clients(),
+        region=REGION,
+        parameter_overrides={"MaxReceiveCount": "3"},
+    )
     # Then the queues carry the template's attributes and the redrive policy to the DLQ
     main, dlq = stack.queues["MainQueue"], stack.queues["DeadLetterQueue"]
     assert main.visibility_timeout == 390 and main.max_receive_count == 3
@@ -146,7 +172,9 @@ def test_resources_are_provisioned_from_the_template(aws: None) -> None:
     ddb = boto3.client("dynamodb", region_name=REGION)
     table = ddb.describe_table(TableName=stack.tables["DeliveriesTable"])["Table"]
     assert {k["AttributeName"]: k["KeyType"] for k in table["KeySchema"]} == {
-        "pk": "HASH", "sk": "RANGE"}
+        "pk": "HASH",
+        "sk": "RANGE",
+    }
     ttl = ddb.describe_time_to_live(TableName=stack.tables["DeliveriesTable"])
     assert ttl["TimeToLiveDescription"]["AttributeName"] == "expires_at"
     boto3.client("s3", region_name=REGION).head_bucket(Bucket=stack.buckets["PayloadBucket"])
@@ -172,21 +200,35 @@ def test_poller_deletes_successes_and_leaves_reported_failures(aws: None) -> Non
     sqs = boto3.client("sqs", region_name=REGION)
     url = sqs.create_queue(QueueName="q", Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"]
+        "QueueArn"
+    ]
     for i in range(3):
-        sqs.send_message(QueueUrl=url, MessageBody=f"m{i}", MessageAttributes={
-            "k": {"DataType": "String", "StringValue": "v"}})
+        sqs.send_message(
+            QueueUrl=url,
+            MessageBody=f"m{i}",
+            MessageAttributes={"k": {"DataType": "String", "StringValue": "v"}},
+        )
 
     class FailM1(RecordingFunction):
         def invoke(self, event: dict[str, Any]) -> Any:
             self.events.append(event)
-            return {"batchItemFailures": [{"itemIdentifier": r["messageId"]}
-                                          for r in event["Records"] if r["body"] == "m1"]}
+            return {
+                "batchItemFailures": [
+                    {"itemIdentifier": r["messageId"]}
+                    for r in event["Records"]
+                    if r["body"] == "m1"
+                ]
+            }
 
     fn = FailM1()
-    poller = SqsPoller(sqs, QueueInfo("Q", "q", url, arn, {}),
-                       SqsEventSource(arn, batch_size=10, report_batch_item_failures=True),
-                       fn, REGION, poll_wait_seconds=0)  # type: ignore[arg-type]
+    poller = SqsPoller(
+        sqs,
+        QueueInfo("Q", "q", url, arn, {}),
+        SqsEventSource(arn, batch_size=10, report_batch_item_failures=True),
+        fn,
+        REGION,
+        poll_wait_seconds=0,
+    )  # type: ignore[arg-type]
     poller.process(poller.receive_batch())
     (event,) = fn.events
     record = event["Records"][0]

@@ -28,45 +28,71 @@ pytestmark = pytest.mark.e2e
 RECORD_TIMEOUT = 30.0
 
 
-def _stripe_event(event_id: str, customer: str, created: int, kind: str = "customer.updated"
-                  ) -> str:
-    return json.dumps({
-        "id": event_id, "object": "event", "type": kind, "created": created,
-        "api_version": "2024-06-20", "livemode": False,
-        "data": {"object": {"id": customer, "object": "customer", "email": "a@example.com"}},
-    })
+def _stripe_event(
+    event_id: str, customer: str, created: int, kind: str = "customer.updated"
+) -> str:
+    return json.dumps(
+        {
+            "id": event_id,
+            "object": "event",
+            "type": kind,
+            "created": created,
+            "api_version": "2024-06-20",
+            "livemode": False,
+            "data": {"object": {"id": customer, "object": "customer", "email": "a@example.com"}},
+        }
+    )
 
 
 def post_stripe(stack: LocalStack, body: str) -> requests.Response:
     header = stripe.WebhookSignature.generate_signature_header(
-        body, stack.secrets["stripe"], timestamp=int(time.time()))
-    return requests.post(stack.url("stripe"), data=body.encode(), timeout=10, headers={
-        "Content-Type": "application/json; charset=utf-8", "Stripe-Signature": header})
+        body, stack.secrets["stripe"], timestamp=int(time.time())
+    )
+    return requests.post(
+        stack.url("stripe"),
+        data=body.encode(),
+        timeout=10,
+        headers={"Content-Type": "application/json; charset=utf-8", "Stripe-Signature": header},
+    )
 
 
 def post_standard(stack: LocalStack, msg_id: str, body: str) -> requests.Response:
     now = datetime.now(UTC)
     signature = Webhook(stack.secrets["standard-webhooks"]).sign(msg_id, now, body)
-    return requests.post(stack.url("standard-webhooks"), data=body.encode(), timeout=10, headers={
-        "content-type": "application/json", "webhook-id": msg_id,
-        "webhook-timestamp": str(int(now.timestamp())), "webhook-signature": signature})
+    return requests.post(
+        stack.url("standard-webhooks"),
+        data=body.encode(),
+        timeout=10,
+        headers={
+            "content-type": "application/json",
+            "webhook-id": msg_id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": signature,
+        },
+    )
 
 
 def post_slack(stack: LocalStack, body: str, retry: int | None = None) -> requests.Response:
     timestamp = str(int(time.time()))
     signature = SignatureVerifier(stack.secrets["slack"]).generate_signature(
-        timestamp=timestamp, body=body)
-    headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": timestamp,
-               "X-Slack-Signature": str(signature)}
+        timestamp=timestamp, body=body
+    )
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": timestamp,
+        "X-Slack-Signature": str(signature),
+    }
     if retry is not None:
         headers |= {"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"}
     return requests.post(stack.url("slack"), data=body.encode(), timeout=10, headers=headers)
 
 
 def recorded(stack: LocalStack, source: str, delivery_id: str) -> dict[str, Any]:
-    result: dict[str, Any] = wait_for(lambda: stack.delivery(source, delivery_id),
-                                      timeout=RECORD_TIMEOUT,
-                                      what=f"{source}/{delivery_id} to be recorded")
+    result: dict[str, Any] = wait_for(
+        lambda: stack.delivery(source, delivery_id),
+        timeout=RECORD_TIMEOUT,
+        what=f"{source}/{delivery_id} to be recorded",
+    )
     return result
 
 
@@ -77,9 +103,12 @@ def delivery_items(stack: LocalStack, marker: str) -> list[dict[str, Any]]:
     kwargs: dict[str, Any] = {"TableName": stack.outputs["DeliveriesTableName"]}
     while True:
         page = ddb.scan(**kwargs)
-        items += [i for i in page["Items"]
-                  if i.get("type", {}).get("S") == "delivery"
-                  and marker in i.get("delivery_id", {}).get("S", "")]
+        items += [
+            i
+            for i in page["Items"]
+            if i.get("type", {}).get("S") == "delivery"
+            and marker in i.get("delivery_id", {}).get("S", "")
+        ]
         if "LastEvaluatedKey" not in page:
             return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -88,14 +117,22 @@ def delivery_items(stack: LocalStack, marker: str) -> list[dict[str, Any]]:
 def test_health_and_outputs_describe_the_running_stack(local_stack: LocalStack) -> None:
     # Given the stack is ready, when its files are read, then they point at live endpoints.
     assert requests.get(f"{local_stack.api_url}/health", timeout=5).json() == {"status": "ok"}
-    for key in ("EndpointUrl", "ApiUrl", "MainQueueUrl", "DeadLetterQueueUrl",
-                "DeliveriesTableName", "PayloadBucketName", "RedisUrl"):
+    for key in (
+        "EndpointUrl",
+        "ApiUrl",
+        "MainQueueUrl",
+        "DeadLetterQueueUrl",
+        "DeliveriesTableName",
+        "PayloadBucketName",
+        "RedisUrl",
+    ):
         assert local_stack.outputs[key], key
     assert local_stack.ready["redis_kind"] == "redis-server"
     assert local_stack.secrets["standard-webhooks"].startswith("whsec_")
     sqs = local_stack.client("sqs")
-    attrs = sqs.get_queue_attributes(QueueUrl=local_stack.outputs["MainQueueUrl"],
-                                     AttributeNames=["All"])["Attributes"]
+    attrs = sqs.get_queue_attributes(
+        QueueUrl=local_stack.outputs["MainQueueUrl"], AttributeNames=["All"]
+    )["Attributes"]
     assert attrs["VisibilityTimeout"] == "2"  # the --visibility-timeout override
     assert json.loads(attrs["RedrivePolicy"])["maxReceiveCount"] == 2  # --parameter override
     alarms = local_stack.client("cloudwatch").describe_alarms()["MetricAlarms"]
@@ -104,25 +141,33 @@ def test_health_and_outputs_describe_the_running_stack(local_stack: LocalStack) 
 
 def test_unknown_route_and_bad_signature_are_rejected(local_stack: LocalStack) -> None:
     body = _stripe_event(f"evt_bad_{uuid.uuid4().hex[:12]}", "cus_x", int(time.time()))
-    forged = stripe.WebhookSignature.generate_signature_header(body, "whsec_wrong",
-                                                               timestamp=int(time.time()))
-    response = requests.post(local_stack.url("stripe"), data=body, timeout=10,
-                             headers={"Stripe-Signature": forged,
-                                      "Content-Type": "application/json"})
+    forged = stripe.WebhookSignature.generate_signature_header(
+        body, "whsec_wrong", timestamp=int(time.time())
+    )
+    response = requests.post(
+        local_stack.url("stripe"),
+        data=body,
+        timeout=10,
+        headers={"Stripe-Signature": forged, "Content-Type": "application/json"},
+    )
     assert response.status_code == 401
     assert requests.post(f"{local_stack.api_url}/nope", data=b"{}", timeout=10).status_code == 404
-    assert requests.post(local_stack.url("no-such-source"), data=b"{}",
-                         timeout=10).status_code == 404
+    assert (
+        requests.post(local_stack.url("no-such-source"), data=b"{}", timeout=10).status_code == 404
+    )
 
 
 def test_stripe_deliveries_recorded_once_and_duplicates_answered_200(
-        local_stack: LocalStack) -> None:
+    local_stack: LocalStack,
+) -> None:
     # Given five Stripe events on five customers (official SDK signatures)
     marker = uuid.uuid4().hex[:10]
     now = int(time.time())
     events = [(f"evt_{marker}_{i}", f"cus_{marker}_{i}") for i in range(5)]
-    bodies = {event_id: _stripe_event(event_id, cus, now - 10 + i)
-              for i, (event_id, cus) in enumerate(events)}
+    bodies = {
+        event_id: _stripe_event(event_id, cus, now - 10 + i)
+        for i, (event_id, cus) in enumerate(events)
+    }
     # When each is sent, then sent again (Stripe re-signs every attempt), twice for the first
     first = [post_stripe(local_stack, body) for body in bodies.values()]
     again = [post_stripe(local_stack, body) for body in bodies.values()]
@@ -131,8 +176,10 @@ def test_stripe_deliveries_recorded_once_and_duplicates_answered_200(
     assert [r.status_code for r in first] == [202] * 5
     assert [r.json()["status"] for r in first] == ["accepted"] * 5
     assert [r.status_code for r in again] == [200] * 5
-    assert all(r.json() == {"status": "duplicate", "delivery_id": e}
-               for r, (e, _) in zip(again, events, strict=True))
+    assert all(
+        r.json() == {"status": "duplicate", "delivery_id": e}
+        for r, (e, _) in zip(again, events, strict=True)
+    )
     assert third.status_code == 200
     # And each delivery is recorded exactly once, applied, with its resource watermark
     for event_id, customer in events:
@@ -143,15 +190,26 @@ def test_stripe_deliveries_recorded_once_and_duplicates_answered_200(
 
 
 def test_out_of_order_standard_webhooks_older_event_is_stale_not_applied(
-        local_stack: LocalStack) -> None:
+    local_stack: LocalStack,
+) -> None:
     # Given two events of one invoice, the newer one delivered and applied first
     marker = uuid.uuid4().hex[:10]
     invoice = f"inv_{marker}"
     newer_id, older_id = f"msg_{marker}_new", f"msg_{marker}_old"
-    newer = json.dumps({"type": "invoice.paid", "timestamp": "2026-03-01T10:00:05Z",
-                        "data": {"id": invoice, "amount": 2}})
-    older = json.dumps({"type": "invoice.created", "timestamp": "2026-03-01T10:00:00Z",
-                        "data": {"id": invoice, "amount": 1}})
+    newer = json.dumps(
+        {
+            "type": "invoice.paid",
+            "timestamp": "2026-03-01T10:00:05Z",
+            "data": {"id": invoice, "amount": 2},
+        }
+    )
+    older = json.dumps(
+        {
+            "type": "invoice.created",
+            "timestamp": "2026-03-01T10:00:00Z",
+            "data": {"id": invoice, "amount": 1},
+        }
+    )
     assert post_standard(local_stack, newer_id, newer).status_code == 202
     applied = recorded(local_stack, "standard-webhooks", newer_id)
     assert applied["outcome"] == "applied"
@@ -169,9 +227,15 @@ def test_out_of_order_standard_webhooks_older_event_is_stale_not_applied(
 
 def test_slack_retry_of_the_same_event_is_a_duplicate(local_stack: LocalStack) -> None:
     event_id = f"Ev{uuid.uuid4().hex[:10].upper()}"
-    body = json.dumps({"type": "event_callback", "event_id": event_id,
-                       "event_time": int(time.time()), "team_id": "T1",
-                       "event": {"type": "message", "text": "hello", "channel": "C1"}})
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "event_id": event_id,
+            "event_time": int(time.time()),
+            "team_id": "T1",
+            "event": {"type": "message", "text": "hello", "channel": "C1"},
+        }
+    )
     assert post_slack(local_stack, body).status_code == 202
     retry = post_slack(local_stack, body, retry=1)
     assert retry.status_code == 200 and retry.json()["status"] == "duplicate"
@@ -180,16 +244,23 @@ def test_slack_retry_of_the_same_event_is_a_duplicate(local_stack: LocalStack) -
 
 
 def test_poison_message_reaches_the_dlq_and_is_applied_once_after_replay(
-        local_stack: LocalStack) -> None:
+    local_stack: LocalStack,
+) -> None:
     from webhook_pipeline_ops.local.demo import poison_envelope
 
     # Given a verified Stripe delivery whose claim-check body is missing from the bucket
     marker = uuid.uuid4().hex[:10]
     event_id, customer, created = f"evt_{marker}_poison", f"cus_{marker}", int(time.time())
     body = _stripe_event(event_id, customer, created, "customer.deleted").encode()
-    message, key = poison_envelope(local_stack.outputs["PayloadBucketName"], body,
-                                   source="stripe", delivery_id=event_id, resource=customer,
-                                   sequence=created, event_type="customer.deleted")
+    message, key = poison_envelope(
+        local_stack.outputs["PayloadBucketName"],
+        body,
+        source="stripe",
+        delivery_id=event_id,
+        resource=customer,
+        sequence=created,
+        event_type="customer.deleted",
+    )
     sqs = local_stack.client("sqs")
     sqs.send_message(QueueUrl=local_stack.outputs["MainQueueUrl"], MessageBody=message)
 
@@ -205,8 +276,9 @@ def test_poison_message_reaches_the_dlq_and_is_applied_once_after_replay(
     assert local_stack.delivery("stripe", event_id) is None
 
     # When the cause is fixed (body restored) and the DLQ replayed through the operator CLI
-    local_stack.client("s3").put_object(Bucket=local_stack.outputs["PayloadBucketName"],
-                                        Key=key, Body=body)
+    local_stack.client("s3").put_object(
+        Bucket=local_stack.outputs["PayloadBucketName"], Key=key, Body=body
+    )
     code, out = local_stack.cli("replay", "--local", "--delivery-id", event_id, "--no-progress")
     assert code == 0, out
 
@@ -222,8 +294,8 @@ def test_poison_message_reaches_the_dlq_and_is_applied_once_after_replay(
     def main_queue_empty() -> bool:
         attrs = sqs.get_queue_attributes(
             QueueUrl=local_stack.outputs["MainQueueUrl"],
-            AttributeNames=["ApproximateNumberOfMessages",
-                            "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
         return all(v == "0" for v in attrs.values())
 
     wait_for(main_queue_empty, timeout=30, what="the main queue to drain")
@@ -235,7 +307,8 @@ def test_poison_message_reaches_the_dlq_and_is_applied_once_after_replay(
 
 
 def test_simulator_mixed_traffic_every_unique_delivery_recorded_once(
-        local_stack: LocalStack) -> None:
+    local_stack: LocalStack,
+) -> None:
     import random
 
     from webhook_pipeline.signatures import SCHEMES
@@ -244,11 +317,24 @@ def test_simulator_mixed_traffic_every_unique_delivery_recorded_once(
 
     # Given every example source, duplicates and out-of-order pairs on two resources each
     sources = load_sources(known_schemes=set(SCHEMES))
-    planned = plan(list(sources.values()), count=4, resources=2, duplicates=0.25,
-                   out_of_order=True, rng=random.Random(7))
+    planned = plan(
+        list(sources.values()),
+        count=4,
+        resources=2,
+        duplicates=0.25,
+        out_of_order=True,
+        rng=random.Random(7),
+    )
     # When the simulator sends them (sequentially: duplicates arrive after their originals)
-    summary = send_all(planned, base_url=local_stack.api_url, secrets=local_stack.secrets,
-                       rate=0, concurrency=1, timeout=10, retries=2).as_dict()
+    summary = send_all(
+        planned,
+        base_url=local_stack.api_url,
+        secrets=local_stack.secrets,
+        rate=0,
+        concurrency=1,
+        timeout=10,
+        retries=2,
+    ).as_dict()
     # Then each unique delivery got 202, each duplicate 200, nothing else
     uniques = {(p.source.name, p.delivery_id) for p in planned}
     assert summary["accepted_202"] == len(uniques) == 4 * len(sources)

@@ -18,18 +18,27 @@ from webhook_pipeline_ops.local import stack as local_stack
 def register(subparsers: Any) -> None:
     """Add ``local {run,stop,demo}`` and ``send``."""
     local = subparsers.add_parser(
-        "local", help="run the whole pipeline on this machine (no AWS account, no Docker)",
+        "local",
+        help="run the whole pipeline on this machine (no AWS account, no Docker)",
         description="The local stack: Redis, a moto server, the template's resources, the ingest "
-                    "function behind http://127.0.0.1:3000/webhooks/{source} and the processor "
-                    "behind an SQS poller. See docs/local-stack.md.")
+        "function behind http://127.0.0.1:3000/webhooks/{source} and the processor "
+        "behind an SQS poller. See docs/local-stack.md.",
+    )
     sub = local.add_subparsers(dest="local_command", metavar="ACTION", required=True)
 
     run = sub.add_parser("run", help="start the local stack (foreground; Ctrl-C stops it)")
     local_stack.add_run_arguments(run)
-    run.add_argument("--background", action="store_true",
-                     help="start detached, wait until ready, print the endpoints and return")
-    run.add_argument("--ready-timeout", type=float, default=90.0,
-                     help="seconds to wait for readiness with --background (90)")
+    run.add_argument(
+        "--background",
+        action="store_true",
+        help="start detached, wait until ready, print the endpoints and return",
+    )
+    run.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=90.0,
+        help="seconds to wait for readiness with --background (90)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)
 
@@ -37,8 +46,11 @@ def register(subparsers: Any) -> None:
     stop.add_argument("--state-dir", help="folder of the stack's files (default: .local-stack)")
     stop.set_defaults(func=_cmd_stop)
 
-    demo = sub.add_parser("demo", help="send a short mixed scenario and show the results "
-                                       "(starts the stack in the background if needed)")
+    demo = sub.add_parser(
+        "demo",
+        help="send a short mixed scenario and show the results "
+        "(starts the stack in the background if needed)",
+    )
     local_stack.add_run_arguments(demo)
     demo.set_defaults(func=_cmd_demo, visibility_timeout_default=2)
 
@@ -47,19 +59,37 @@ def register(subparsers: Any) -> None:
 
 def _configure_logging(verbose: bool) -> None:
     logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr,
-        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", datefmt="%H:%M:%S")
+        level=logging.DEBUG if verbose else logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
     for noisy in ("botocore", "boto3", "urllib3", "werkzeug", "s3transfer"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
 def background_argv(args: argparse.Namespace) -> list[str]:
     """The ``local run`` options of ``args`` as an argv (without ``--background``)."""
-    argv = ["--host", args.host, "--port", str(args.port), "--moto-port", str(args.moto_port),
-            "--redis", args.redis, "--stack-name", args.stack_name, "--region", args.region]
-    for flag, value in (("--template", args.template), ("--redis-url", args.redis_url),
-                        ("--visibility-timeout", args.visibility_timeout),
-                        ("--state-dir", args.state_dir)):
+    argv = [
+        "--host",
+        args.host,
+        "--port",
+        str(args.port),
+        "--moto-port",
+        str(args.moto_port),
+        "--redis",
+        args.redis,
+        "--stack-name",
+        args.stack_name,
+        "--region",
+        args.region,
+    ]
+    for flag, value in (
+        ("--template", args.template),
+        ("--redis-url", args.redis_url),
+        ("--visibility-timeout", args.visibility_timeout),
+        ("--state-dir", args.state_dir),
+    ):
         if value is not None:
             argv += [flag, str(value)]
     for item in args.parameter or []:
@@ -75,14 +105,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.verbose)
     if args.background:
         try:
-            ready = local_stack.start_background(background_argv(args), args.state_dir,
-                                                 timeout=args.ready_timeout)
+            ready = local_stack.start_background(
+                background_argv(args), args.state_dir, timeout=args.ready_timeout
+            )
         except local_stack.StackError as exc:
             print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
             return 1
         print(json.dumps(ready, indent=2))
-        print(f"local stack running in the background (pid {ready['pid']}); "
-              "stop it with `webhook-pipeline local stop`")
+        print(
+            f"local stack running in the background (pid {ready['pid']}); "
+            "stop it with `webhook-pipeline local stop`"
+        )
         return 0
     try:
         options = local_stack.Options.from_args(args)

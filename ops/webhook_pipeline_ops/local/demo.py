@@ -70,16 +70,31 @@ def _aws() -> Any:
     return Aws(args)
 
 
-def poison_envelope(bucket: str, body: bytes, *, source: str, delivery_id: str, resource: str,
-                    sequence: int, event_type: str) -> tuple[str, str]:
+def poison_envelope(
+    bucket: str,
+    body: bytes,
+    *,
+    source: str,
+    delivery_id: str,
+    resource: str,
+    sequence: int,
+    event_type: str,
+) -> tuple[str, str]:
     """A valid claim-check envelope whose S3 object is not there; returns (json, object key)."""
     from webhook_pipeline.envelope import BodyPointer, Envelope, sha256_hex, utcnow
 
     key = f"demo/missing/{source}/{delivery_id}"
-    envelope = Envelope(source=source, delivery_id=delivery_id, received_at=utcnow(),
-                        event_type=event_type, resource_key=resource, sequence=sequence,
-                        body_ref=BodyPointer(bucket=bucket, key=key), body_size=len(body),
-                        body_sha256=sha256_hex(body))
+    envelope = Envelope(
+        source=source,
+        delivery_id=delivery_id,
+        received_at=utcnow(),
+        event_type=event_type,
+        resource_key=resource,
+        sequence=sequence,
+        body_ref=BodyPointer(bucket=bucket, key=key),
+        body_size=len(body),
+        body_sha256=sha256_hex(body),
+    )
     return envelope.to_json(), key
 
 
@@ -98,8 +113,10 @@ def run_demo(args: argparse.Namespace) -> int:
     if ready is None:
         if args.visibility_timeout is None:
             args.visibility_timeout = 2
-        _say(f"starting the local stack in the background (visibility timeout "
-             f"{args.visibility_timeout} s)...")
+        _say(
+            f"starting the local stack in the background (visibility timeout "
+            f"{args.visibility_timeout} s)..."
+        )
         try:
             ready = start_background(background_argv(args), timeout=120)
         except StackError as exc:
@@ -117,19 +134,27 @@ def run_demo(args: argparse.Namespace) -> int:
     now = int(time.time())
     run = uuid.uuid4().hex[:6]
 
-    def planned(source: str, resource: str, sequence: int, event_type: str | None = None
-                ) -> simulator.Planned:
+    def planned(
+        source: str, resource: str, sequence: int, event_type: str | None = None
+    ) -> simulator.Planned:
         from webhook_pipeline_ops.samples import _new_id
 
         delivery_id = _new_id(source)
-        body, headers = payload(source, delivery_id=delivery_id, resource=resource,
-                                sequence=sequence, event_type=event_type)
-        return simulator.Planned(sources[source], delivery_id, resource, sequence, event_type,
-                                 body, headers)
+        body, headers = payload(
+            source,
+            delivery_id=delivery_id,
+            resource=resource,
+            sequence=sequence,
+            event_type=event_type,
+        )
+        return simulator.Planned(
+            sources[source], delivery_id, resource, sequence, event_type, body, headers
+        )
 
     def send(items: list[simulator.Planned], label: str) -> simulator.Summary:
-        summary = simulator.send_all(items, base_url=base_url, secrets=secrets, rate=50,
-                                     concurrency=1, timeout=10, retries=2)
+        summary = simulator.send_all(
+            items, base_url=base_url, secrets=secrets, rate=50, concurrency=1, timeout=10, retries=2
+        )
         statuses = ", ".join(f"{o.planned.source.name}:{o.final.status}" for o in summary.outcomes)
         _say(f"  {label}: {statuses}")
         return summary
@@ -164,18 +189,27 @@ def run_demo(args: argparse.Namespace) -> int:
     # -- 3. the poison message ---------------------------------------------------------------
     _say("\n== 3. one poison message: a claim-check envelope whose S3 body is missing")
     poison = planned("stripe", f"cus_poison_{run}", now - 1, "customer.deleted")
-    message, key = poison_envelope(outputs["PayloadBucketName"], poison.body, source="stripe",
-                                   delivery_id=poison.delivery_id, resource=poison.resource,
-                                   sequence=poison.sequence, event_type="customer.deleted")
+    message, key = poison_envelope(
+        outputs["PayloadBucketName"],
+        poison.body,
+        source="stripe",
+        delivery_id=poison.delivery_id,
+        resource=poison.resource,
+        sequence=poison.sequence,
+        event_type="customer.deleted",
+    )
     sqs = aws.client("sqs")
     sqs.send_message(QueueUrl=outputs["MainQueueUrl"], MessageBody=message)
     budget = (receives + 2) * (visibility + 1.5) + 15
-    _say(f"  sent {poison.delivery_id} straight to the main queue; waiting for the DLQ "
-         f"({receives} receives x {visibility} s visibility, up to {budget:.0f} s)...")
+    _say(
+        f"  sent {poison.delivery_id} straight to the main queue; waiting for the DLQ "
+        f"({receives} receives x {visibility} s visibility, up to {budget:.0f} s)..."
+    )
 
     def dlq_depth() -> int:
-        attrs = sqs.get_queue_attributes(QueueUrl=outputs["DeadLetterQueueUrl"],
-                                         AttributeNames=["ApproximateNumberOfMessages"])
+        attrs = sqs.get_queue_attributes(
+            QueueUrl=outputs["DeadLetterQueueUrl"], AttributeNames=["ApproximateNumberOfMessages"]
+        )
         return int(attrs["Attributes"]["ApproximateNumberOfMessages"])
 
     started = time.monotonic()
@@ -195,11 +229,17 @@ def run_demo(args: argparse.Namespace) -> int:
     _say("\n== 5. recorded deliveries (outcome per delivery)")
     for p in [*everything, poison]:
         item = recorded(p) or {}
-        _say(f"  {p.source.name:18} {p.delivery_id:40} {item.get('outcome', '-'):8} "
-             f"resource={item.get('resource_key', '-')} sequence={item.get('sequence', '-')}")
+        _say(
+            f"  {p.source.name:18} {p.delivery_id:40} {item.get('outcome', '-'):8} "
+            f"resource={item.get('resource_key', '-')} sequence={item.get('sequence', '-')}"
+        )
     _say("\n== resource watermarks")
-    for source, resource in (("stripe", customer), ("shopify", f"ord_{run}"),
-                             ("standard-webhooks", f"inv_{run}"), ("stripe", poison.resource)):
+    for source, resource in (
+        ("stripe", customer),
+        ("shopify", f"ord_{run}"),
+        ("standard-webhooks", f"inv_{run}"),
+        ("stripe", poison.resource),
+    ):
         resource_key = _resource_key(source, resource)
         _say(f"-- {source} {resource_key}")
         _cli("resources", "get", "--local", source, resource_key)
@@ -214,10 +254,16 @@ def run_demo(args: argparse.Namespace) -> int:
         "poison_replayed_and_applied": (applied or {}).get("outcome") == "applied",
     }
     _say(f"\nsummary: {json.dumps(summary)}")
-    _say(f"the local stack keeps running (pid {ready['pid']}): `webhook-pipeline local stop` "
-         "stops it")
-    ok = (summary["new"] == len(firsts) and summary["duplicates_answered_200"] == 3
-          and summary["stale"] and summary["poison_replayed_and_applied"])
+    _say(
+        f"the local stack keeps running (pid {ready['pid']}): `webhook-pipeline local stop` "
+        "stops it"
+    )
+    ok = (
+        summary["new"] == len(firsts)
+        and summary["duplicates_answered_200"] == 3
+        and summary["stale"]
+        and summary["poison_replayed_and_applied"]
+    )
     return 0 if ok else 1
 
 

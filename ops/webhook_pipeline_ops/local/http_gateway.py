@@ -37,7 +37,9 @@ log = logging.getLogger(__name__)
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # HTTP API payload limit
 _TEXT_TYPES = re.compile(
     r"^(text/|application/(json|[\w.+-]+\+json|xml|[\w.+-]+\+xml|x-www-form-urlencoded|javascript"
-    r"|graphql))", re.IGNORECASE)
+    r"|graphql))",
+    re.IGNORECASE,
+)
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 
 
@@ -46,7 +48,7 @@ def _route_regex(path: str) -> re.Pattern[str]:
     for part in re.split(r"(\{[^}]+\})", path):
         if part.startswith("{") and part.endswith("}"):
             name = part[1:-1]
-            pattern += (f"(?P<{name[:-1]}>.+)" if name.endswith("+") else f"(?P<{name}>[^/]+)")
+            pattern += f"(?P<{name[:-1]}>.+)" if name.endswith("+") else f"(?P<{name}>[^/]+)"
         else:
             pattern += re.escape(part)
     return re.compile(f"^{pattern}$")
@@ -85,9 +87,17 @@ def is_text(content_type: str | None, body: bytes) -> bool:
     return True
 
 
-def build_event(*, method: str, target: str, headers: list[tuple[str, str]], body: bytes,
-                route_key: str, path_parameters: Mapping[str, str], source_ip: str,
-                host: str) -> dict[str, Any]:
+def build_event(
+    *,
+    method: str,
+    target: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    route_key: str,
+    path_parameters: Mapping[str, str],
+    source_ip: str,
+    host: str,
+) -> dict[str, Any]:
     """The API Gateway HTTP API (payload format 2.0) event for one request.
 
     Parameters
@@ -181,9 +191,14 @@ class _Server(ThreadingHTTPServer):
 class Gateway:
     """The threaded HTTP server in front of the in-process functions."""
 
-    def __init__(self, host: str, port: int, routes: list[Route],
-                 functions: Mapping[str, LocalFunction],
-                 on_request: Callable[[str, str, int, float], None] | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        routes: list[Route],
+        functions: Mapping[str, LocalFunction],
+        on_request: Callable[[str, str, int, float], None] | None = None,
+    ) -> None:
         self.routes = routes
         self.functions = dict(functions)  # by physical and logical name, for Invoke
         self.on_request = on_request
@@ -195,8 +210,9 @@ class Gateway:
         return int(self.server.server_address[1])
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.server.serve_forever, name="http-gateway",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="http-gateway", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -251,8 +267,7 @@ class Gateway:
                     self.wfile.write(body)
 
             def _json(self, status: int, doc: Any) -> None:
-                self._send(status, [("content-type", "application/json")],
-                           json.dumps(doc).encode())
+                self._send(status, [("content-type", "application/json")], json.dumps(doc).encode())
 
             def _dispatch(self) -> None:
                 started = time.perf_counter()
@@ -261,8 +276,9 @@ class Gateway:
                     status = self._handle()
                 finally:
                     if gateway.on_request is not None:
-                        gateway.on_request(self.command, self.path, status,
-                                           (time.perf_counter() - started) * 1000)
+                        gateway.on_request(
+                            self.command, self.path, status, (time.perf_counter() - started) * 1000
+                        )
 
             def _handle(self) -> int:
                 path = urlsplit(self.path).path
@@ -282,17 +298,21 @@ class Gateway:
                     if params is None:
                         continue
                     event = build_event(
-                        method=self.command, target=self.path,
-                        headers=list(self.headers.items()), body=body,
-                        route_key=route.route_key, path_parameters=params,
+                        method=self.command,
+                        target=self.path,
+                        headers=list(self.headers.items()),
+                        body=body,
+                        route_key=route.route_key,
+                        path_parameters=params,
                         source_ip=self.client_address[0],
                         host=self.headers.get("Host") or "127.0.0.1",
                     )
                     try:
                         result = route.function.invoke(event)
                     except Exception:
-                        log.error("%s raised:\n%s", route.function.spec.logical_id,
-                                  traceback.format_exc())
+                        log.error(
+                            "%s raised:\n%s", route.function.spec.logical_id, traceback.format_exc()
+                        )
                         self._json(500, {"message": "Internal Server Error"})
                         return 500
                     status, headers, out = response_from_result(result)
@@ -304,23 +324,36 @@ class Gateway:
             def _invoke(self, name: str, body: bytes) -> int:
                 fn = gateway.functions.get(name.rsplit(":", 1)[-1])
                 if fn is None:
-                    self._send(404, [("x-amzn-errortype", "ResourceNotFoundException")],
-                               json.dumps({"Type": "User", "Message":
-                                           f"Function not found: {name}"}).encode())
+                    self._send(
+                        404,
+                        [("x-amzn-errortype", "ResourceNotFoundException")],
+                        json.dumps(
+                            {"Type": "User", "Message": f"Function not found: {name}"}
+                        ).encode(),
+                    )
                     return 404
                 try:
                     payload = json.loads(body) if body else {}
                     result = fn.invoke(payload)
                 except Exception as exc:
                     log.error("%s raised:\n%s", fn.spec.logical_id, traceback.format_exc())
-                    doc = {"errorMessage": str(exc), "errorType": type(exc).__name__,
-                           "stackTrace": traceback.format_exc().splitlines()}
-                    self._send(200, [("x-amz-function-error", "Unhandled"),
-                                     ("x-amz-executed-version", "$LATEST")],
-                               json.dumps(doc).encode())
+                    doc = {
+                        "errorMessage": str(exc),
+                        "errorType": type(exc).__name__,
+                        "stackTrace": traceback.format_exc().splitlines(),
+                    }
+                    self._send(
+                        200,
+                        [
+                            ("x-amz-function-error", "Unhandled"),
+                            ("x-amz-executed-version", "$LATEST"),
+                        ],
+                        json.dumps(doc).encode(),
+                    )
                     return 200
-                self._send(200, [("x-amz-executed-version", "$LATEST")],
-                           json.dumps(result).encode())
+                self._send(
+                    200, [("x-amz-executed-version", "$LATEST")], json.dumps(result).encode()
+                )
                 return 200
 
             def do_POST(self) -> None:

@@ -32,8 +32,9 @@ class SerializeDynamoDB:
         self.app = app
         self.lock = threading.Lock()
 
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
-                 ) -> Iterable[bytes]:
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
         if not str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB"):
             return self.app(environ, start_response)
         with self.lock:
@@ -52,8 +53,9 @@ class LocalMotoServer(ThreadedMotoServer):
     def _server_entry(self) -> None:
         app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
         try:
-            self._server = make_server(self._ip_address, self._port, app, True,
-                                       request_handler=MotoRequestHandler)
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
         except OSError as exc:
             self._error = exc
             self._server_ready_event.set()

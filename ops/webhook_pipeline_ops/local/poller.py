@@ -52,8 +52,9 @@ def sqs_record(message: dict[str, Any], queue_arn: str, region: str) -> dict[str
         "receiptHandle": message["ReceiptHandle"],
         "body": message.get("Body", ""),
         "attributes": dict(message.get("Attributes") or {}),
-        "messageAttributes": {k: _message_attribute(v)
-                              for k, v in (message.get("MessageAttributes") or {}).items()},
+        "messageAttributes": {
+            k: _message_attribute(v) for k, v in (message.get("MessageAttributes") or {}).items()
+        },
         "md5OfBody": message.get("MD5OfBody", ""),
         "eventSource": "aws:sqs",
         "eventSourceARN": queue_arn,
@@ -73,8 +74,15 @@ class SqsPoller:
         Counters: batches, records, deleted, failed (left on the queue), errors (handler raised).
     """
 
-    def __init__(self, sqs: Any, queue: QueueInfo, source: SqsEventSource,
-                 function: LocalFunction, region: str, poll_wait_seconds: int = 1) -> None:
+    def __init__(
+        self,
+        sqs: Any,
+        queue: QueueInfo,
+        source: SqsEventSource,
+        function: LocalFunction,
+        region: str,
+        poll_wait_seconds: int = 1,
+    ) -> None:
         self.sqs = sqs
         self.queue = queue
         self.source = source
@@ -86,8 +94,9 @@ class SqsPoller:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"sqs-poller-{self.function.spec.logical_id}")
+        self._thread = threading.Thread(
+            target=self._run, daemon=True, name=f"sqs-poller-{self.function.spec.logical_id}"
+        )
         self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -118,8 +127,7 @@ class SqsPoller:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            more = self._receive(self.source.batch_size - len(messages),
-                                 min(int(remaining), 20))
+            more = self._receive(self.source.batch_size - len(messages), min(int(remaining), 20))
             if not more and remaining < 1:
                 time.sleep(remaining)
             messages.extend(more)
@@ -135,8 +143,12 @@ class SqsPoller:
         except Exception:
             self.stats["errors"] += 1
             self.stats["failed"] += len(records)
-            log.error("%s raised; the batch of %d stays on the queue:\n%s",
-                      self.function.spec.logical_id, len(records), traceback.format_exc())
+            log.error(
+                "%s raised; the batch of %d stays on the queue:\n%s",
+                self.function.spec.logical_id,
+                len(records),
+                traceback.format_exc(),
+            )
             return
         failed: set[str] = set()
         if self.source.report_batch_item_failures and isinstance(result, dict):
@@ -150,19 +162,24 @@ class SqsPoller:
                 failed.add(ident)
         done = [m for m in messages if m["MessageId"] not in failed]
         for start in range(0, len(done), MAX_RECEIVE):
-            chunk = done[start:start + MAX_RECEIVE]
+            chunk = done[start : start + MAX_RECEIVE]
             response = self.sqs.delete_message_batch(
                 QueueUrl=self.queue.url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
-                         for i, m in enumerate(chunk)],
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)
+                ],
             )
             for err in response.get("Failed") or []:
                 log.warning("delete failed for a processed message: %s", err)
         self.stats["deleted"] += len(done)
         self.stats["failed"] += len(failed)
         if failed:
-            log.info("%s: %d of %d records left on the queue (batchItemFailures)",
-                     self.function.spec.logical_id, len(failed), len(records))
+            log.info(
+                "%s: %d of %d records left on the queue (batchItemFailures)",
+                self.function.spec.logical_id,
+                len(failed),
+                len(records),
+            )
 
     def _run(self) -> None:
         while not self._stop.is_set():

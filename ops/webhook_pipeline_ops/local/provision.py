@@ -73,8 +73,14 @@ class Resolved:
 class Resolver:
     """Evaluate intrinsic functions against parameters, conditions and created resources."""
 
-    def __init__(self, template: Mapping[str, Any], *, region: str, stack_name: str,
-                 parameter_overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        *,
+        region: str,
+        stack_name: str,
+        parameter_overrides: Mapping[str, str] | None = None,
+    ) -> None:
         self.template = template
         self.region = region
         self.stack_name = stack_name
@@ -104,7 +110,7 @@ class Resolver:
             "AWS::AccountId": ACCOUNT_ID,
             "AWS::StackName": self.stack_name,
             "AWS::StackId": f"arn:aws:cloudformation:{self.region}:{ACCOUNT_ID}:stack/"
-                            f"{self.stack_name}/00000000-0000-0000-0000-000000000000",
+            f"{self.stack_name}/00000000-0000-0000-0000-000000000000",
             "AWS::Partition": "aws",
             "AWS::URLSuffix": "amazonaws.com",
             "AWS::NotificationARNs": [],
@@ -153,7 +159,7 @@ class Resolver:
         if not isinstance(value, Mapping):
             return value
         if len(value) == 1:
-            (key, arg), = value.items()
+            ((key, arg),) = value.items()
             fn = self._functions().get(key)
             if fn is not None:
                 return fn(arg)
@@ -170,7 +176,8 @@ class Resolver:
             "Fn::GetAtt": self._fn_get_att,
             "Fn::Sub": self._fn_sub,
             "Fn::Join": lambda a: str(self.resolve(a[0])).join(
-                str(x) for x in self._as_list(self.resolve(a[1]))),
+                str(x) for x in self._as_list(self.resolve(a[1]))
+            ),
             "Fn::Select": lambda a: self._as_list(self.resolve(a[1]))[int(self.resolve(a[0]))],
             "Fn::Split": lambda a: str(self.resolve(a[1])).split(str(self.resolve(a[0]))),
             "Fn::If": lambda a: self.resolve(a[1] if self.condition(a[0]) else a[2]),
@@ -192,6 +199,7 @@ class Resolver:
     def _unresolvable(name: str) -> Callable[[Any], Any]:
         def fail(arg: Any) -> Any:
             raise UnresolvableError(f"{name} {arg!r}")
+
         return fail
 
     @staticmethod
@@ -319,8 +327,14 @@ class Stack:
 # resource creators
 
 _QUEUE_ATTRIBUTES = {
-    "DelaySeconds", "MaximumMessageSize", "MessageRetentionPeriod", "ReceiveMessageWaitTimeSeconds",
-    "VisibilityTimeout", "FifoQueue", "ContentBasedDeduplication", "DeduplicationScope",
+    "DelaySeconds",
+    "MaximumMessageSize",
+    "MessageRetentionPeriod",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+    "FifoQueue",
+    "ContentBasedDeduplication",
+    "DeduplicationScope",
     "FifoThroughputLimit",
 }
 
@@ -341,15 +355,23 @@ def _physical_name(stack_name: str, logical_id: str, *, lower: bool = False) -> 
 class Provisioner:
     """Create the template's resources in the moto server through ``clients``."""
 
-    def __init__(self, template: Mapping[str, Any], template_dir: Path, *, clients: Any,
-                 region: str, stack_name: str = DEFAULT_STACK_NAME,
-                 parameter_overrides: Mapping[str, str] | None = None,
-                 visibility_timeout: int | None = None) -> None:
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        template_dir: Path,
+        *,
+        clients: Any,
+        region: str,
+        stack_name: str = DEFAULT_STACK_NAME,
+        parameter_overrides: Mapping[str, str] | None = None,
+        visibility_timeout: int | None = None,
+    ) -> None:
         self.template = template
         self.template_dir = template_dir
         self.clients = clients
-        self.resolver = Resolver(template, region=region, stack_name=stack_name,
-                                 parameter_overrides=parameter_overrides)
+        self.resolver = Resolver(
+            template, region=region, stack_name=stack_name, parameter_overrides=parameter_overrides
+        )
         self.stack = Stack(stack_name=stack_name, region=region)
         self.visibility_timeout = visibility_timeout
 
@@ -452,11 +474,13 @@ class Provisioner:
         url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
         got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         arn = got["QueueArn"]
-        info = QueueInfo(logical_id, name, url, arn,
-                         {k: got[k] for k in (*attributes, "QueueArn") if k in got})
+        info = QueueInfo(
+            logical_id, name, url, arn, {k: got[k] for k in (*attributes, "QueueArn") if k in got}
+        )
         self.stack.queues[logical_id] = info
-        self.resolver.resources[logical_id] = Resolved(url, {"Arn": arn, "QueueName": name,
-                                                             "QueueUrl": url})
+        self.resolver.resources[logical_id] = Resolved(
+            url, {"Arn": arn, "QueueName": name, "QueueUrl": url}
+        )
         log.info("queue %s -> %s %s", logical_id, url, attributes)
 
     # tables --------------------------------------------------------------------------------
@@ -472,8 +496,11 @@ class Provisioner:
         args["BillingMode"] = billing
         if billing == "PROVISIONED":
             args["ProvisionedThroughput"] = {
-                k: int(v) for k, v in (p.get("ProvisionedThroughput")
-                                       or {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}).items()
+                k: int(v)
+                for k, v in (
+                    p.get("ProvisionedThroughput")
+                    or {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+                ).items()
             }
         for index_kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
             if p.get(index_kind):
@@ -484,13 +511,17 @@ class Provisioner:
         ddb.create_table(**args)
         ttl = p.get("TimeToLiveSpecification")
         if ttl and ttl.get("Enabled"):
-            ddb.update_time_to_live(TableName=name, TimeToLiveSpecification={
-                "Enabled": True, "AttributeName": ttl["AttributeName"]})
+            ddb.update_time_to_live(
+                TableName=name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl["AttributeName"]},
+            )
         pitr = p.get("PointInTimeRecoverySpecification") or {}
         if pitr.get("PointInTimeRecoveryEnabled"):
             try:
-                ddb.update_continuous_backups(TableName=name, PointInTimeRecoverySpecification={
-                    "PointInTimeRecoveryEnabled": True})
+                ddb.update_continuous_backups(
+                    TableName=name,
+                    PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
+                )
             except Exception as exc:
                 log.debug("table %s: PITR not applied locally: %s", logical_id, exc)
         arn = ddb.describe_table(TableName=name)["Table"]["TableArn"]
@@ -502,16 +533,21 @@ class Provisioner:
         p = self.resolver.resolve(props)
         key = p.get("PrimaryKey") or {"Name": "id", "Type": "String"}
         kind = {"String": "S", "Number": "N", "Binary": "B"}[key.get("Type", "String")]
-        self._table(logical_id, {
-            "TableName": p.get("TableName"),
-            "AttributeDefinitions": [{"AttributeName": key["Name"], "AttributeType": kind}],
-            "KeySchema": [{"AttributeName": key["Name"], "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        } if p.get("TableName") else {
-            "AttributeDefinitions": [{"AttributeName": key["Name"], "AttributeType": kind}],
-            "KeySchema": [{"AttributeName": key["Name"], "KeyType": "HASH"}],
-            "BillingMode": "PAY_PER_REQUEST",
-        })
+        self._table(
+            logical_id,
+            {
+                "TableName": p.get("TableName"),
+                "AttributeDefinitions": [{"AttributeName": key["Name"], "AttributeType": kind}],
+                "KeySchema": [{"AttributeName": key["Name"], "KeyType": "HASH"}],
+                "BillingMode": "PAY_PER_REQUEST",
+            }
+            if p.get("TableName")
+            else {
+                "AttributeDefinitions": [{"AttributeName": key["Name"], "AttributeType": kind}],
+                "KeySchema": [{"AttributeName": key["Name"], "KeyType": "HASH"}],
+                "BillingMode": "PAY_PER_REQUEST",
+            },
+        )
 
     # buckets and topics --------------------------------------------------------------------
     def _bucket(self, logical_id: str, props: dict[str, Any]) -> None:
@@ -521,14 +557,20 @@ class Provisioner:
         if self.stack.region == "us-east-1":
             s3.create_bucket(Bucket=name)
         else:
-            s3.create_bucket(Bucket=name, CreateBucketConfiguration={
-                "LocationConstraint": self.stack.region})
+            s3.create_bucket(
+                Bucket=name, CreateBucketConfiguration={"LocationConstraint": self.stack.region}
+            )
         for k in set(p) - {"BucketName"}:
             log.debug("bucket %s: property %s not applied locally", logical_id, k)
         self.stack.buckets[logical_id] = name
-        self.resolver.resources[logical_id] = Resolved(name, {
-            "Arn": f"arn:aws:s3:::{name}", "DomainName": f"{name}.s3.amazonaws.com",
-            "RegionalDomainName": f"{name}.s3.{self.stack.region}.amazonaws.com"})
+        self.resolver.resources[logical_id] = Resolved(
+            name,
+            {
+                "Arn": f"arn:aws:s3:::{name}",
+                "DomainName": f"{name}.s3.amazonaws.com",
+                "RegionalDomainName": f"{name}.s3.{self.stack.region}.amazonaws.com",
+            },
+        )
         log.info("bucket %s -> %s", logical_id, name)
 
     def _topic(self, logical_id: str, props: dict[str, Any]) -> None:
@@ -540,10 +582,26 @@ class Provisioner:
 
     # alarms --------------------------------------------------------------------------------
     _ALARM_KEYS = (
-        "AlarmName", "AlarmDescription", "ActionsEnabled", "OKActions", "AlarmActions",
-        "InsufficientDataActions", "MetricName", "Namespace", "Statistic", "ExtendedStatistic",
-        "Dimensions", "Period", "Unit", "EvaluationPeriods", "DatapointsToAlarm", "Threshold",
-        "ComparisonOperator", "TreatMissingData", "EvaluateLowSampleCountPercentile", "Metrics",
+        "AlarmName",
+        "AlarmDescription",
+        "ActionsEnabled",
+        "OKActions",
+        "AlarmActions",
+        "InsufficientDataActions",
+        "MetricName",
+        "Namespace",
+        "Statistic",
+        "ExtendedStatistic",
+        "Dimensions",
+        "Period",
+        "Unit",
+        "EvaluationPeriods",
+        "DatapointsToAlarm",
+        "Threshold",
+        "ComparisonOperator",
+        "TreatMissingData",
+        "EvaluateLowSampleCountPercentile",
+        "Metrics",
         "ThresholdMetricId",
     )
     _ALARM_INTS = ("Period", "EvaluationPeriods", "DatapointsToAlarm")
@@ -608,21 +666,29 @@ class Provisioner:
                 log.debug("%s: event %s not resolvable locally (%s)", logical_id, event_id, exc)
                 continue
             if kind == "SQS":
-                sqs_events.append(SqsEventSource(
-                    queue_arn=str(ep["Queue"]),
-                    batch_size=int(ep.get("BatchSize", 10)),
-                    maximum_batching_window_seconds=int(
-                        ep.get("MaximumBatchingWindowInSeconds", 0)),
-                    report_batch_item_failures="ReportBatchItemFailures"
-                    in (ep.get("FunctionResponseTypes") or []),
-                    enabled=str(ep.get("Enabled", True)).lower() != "false",
-                ))
+                sqs_events.append(
+                    SqsEventSource(
+                        queue_arn=str(ep["Queue"]),
+                        batch_size=int(ep.get("BatchSize", 10)),
+                        maximum_batching_window_seconds=int(
+                            ep.get("MaximumBatchingWindowInSeconds", 0)
+                        ),
+                        report_batch_item_failures="ReportBatchItemFailures"
+                        in (ep.get("FunctionResponseTypes") or []),
+                        enabled=str(ep.get("Enabled", True)).lower() != "false",
+                    )
+                )
             elif kind in ("HttpApi", "Api"):
-                routes.append(HttpRoute(method=str(ep.get("Method", "ANY")).upper(),
-                                        path=str(ep.get("Path", "/{proxy+}"))))
+                routes.append(
+                    HttpRoute(
+                        method=str(ep.get("Method", "ANY")).upper(),
+                        path=str(ep.get("Path", "/{proxy+}")),
+                    )
+                )
             else:
-                log.debug("%s: event %s of type %s not emulated locally",
-                          logical_id, event_id, kind)
+                log.debug(
+                    "%s: event %s of type %s not emulated locally", logical_id, event_id, kind
+                )
         self.stack.functions[logical_id] = FunctionSpec(
             logical_id=logical_id,
             name=self.resolver.resources[logical_id].ref,
@@ -645,10 +711,15 @@ class Provisioner:
             return default
 
 
-def provision(template_path: str | Path, *, clients: Any, region: str,
-              stack_name: str = DEFAULT_STACK_NAME,
-              parameter_overrides: Mapping[str, str] | None = None,
-              visibility_timeout: int | None = None) -> Stack:
+def provision(
+    template_path: str | Path,
+    *,
+    clients: Any,
+    region: str,
+    stack_name: str = DEFAULT_STACK_NAME,
+    parameter_overrides: Mapping[str, str] | None = None,
+    visibility_timeout: int | None = None,
+) -> Stack:
     """Create the resources of ``template_path`` through ``clients`` (pointed at moto).
 
     Parameters
@@ -671,6 +742,12 @@ def provision(template_path: str | Path, *, clients: Any, region: str,
     """
     path = Path(template_path)
     template = load_template(path)
-    return Provisioner(template, path.parent, clients=clients, region=region,
-                       stack_name=stack_name, parameter_overrides=parameter_overrides,
-                       visibility_timeout=visibility_timeout).run()
+    return Provisioner(
+        template,
+        path.parent,
+        clients=clients,
+        region=region,
+        stack_name=stack_name,
+        parameter_overrides=parameter_overrides,
+        visibility_timeout=visibility_timeout,
+    ).run()

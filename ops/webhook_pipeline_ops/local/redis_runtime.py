@@ -36,6 +36,7 @@ STANDIN_WARNING = """
 **************************************************************************************
 """
 
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free on ``host`` a moment ago."""
     with socket.socket() as s:
@@ -104,8 +105,9 @@ class RedisRuntime:
             self._server = None
 
 
-def start_redis_server(binary: str, port: int | None = None,
-                       ready_timeout: float = 10.0) -> RedisRuntime:
+def start_redis_server(
+    binary: str, port: int | None = None, ready_timeout: float = 10.0
+) -> RedisRuntime:
     """Start ``redis-server`` on 127.0.0.1 with persistence off; wait until it answers PING.
 
     Raises
@@ -114,10 +116,25 @@ def start_redis_server(binary: str, port: int | None = None,
         It exited or did not answer within ``ready_timeout`` seconds.
     """
     port = port or free_port()
-    cmd = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-           "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"]
+    cmd = [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--loglevel",
+        "warning",
+    ]
     process = subprocess.Popen(  # noqa: S603 - fixed argv, our own binary lookup
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
     )
     url = f"redis://127.0.0.1:{port}/0"
@@ -145,8 +162,10 @@ def start_in_process(port: int | None = None) -> RedisRuntime:
     try:
         from fakeredis import TcpFakeServer
     except ImportError as exc:  # pragma: no cover - fakeredis is in the `local` extra
-        raise RuntimeError("no redis-server on PATH and fakeredis is not installed: install "
-                           "redis-server, set REDIS_URL, or pip install '.[local]'") from exc
+        raise RuntimeError(
+            "no redis-server on PATH and fakeredis is not installed: install "
+            "redis-server, set REDIS_URL, or pip install '.[local]'"
+        ) from exc
     port = port or free_port()
     server = TcpFakeServer(("127.0.0.1", port), server_type="redis")
     server.daemon_threads = True
@@ -154,8 +173,9 @@ def start_in_process(port: int | None = None) -> RedisRuntime:
     thread.start()
     print(STANDIN_WARNING, file=sys.stderr, flush=True)
     log.warning("using an in-process Redis stand-in (fakeredis) on port %s: NOT a real Redis", port)
-    return RedisRuntime(url=f"redis://127.0.0.1:{port}/0", kind="in-process",
-                        _server=server, _thread=thread)
+    return RedisRuntime(
+        url=f"redis://127.0.0.1:{port}/0", kind="in-process", _server=server, _thread=thread
+    )
 
 
 def start_redis(url: str | None = None, mode: RedisMode = "auto") -> RedisRuntime:

@@ -63,8 +63,9 @@ class FakeLambdaContext:
 class LocalFunction:
     """One function of the template, loaded once (its cold start) and invoked in-process."""
 
-    def __init__(self, spec: FunctionSpec, base_environment: Mapping[str, str],
-                 region: str) -> None:
+    def __init__(
+        self, spec: FunctionSpec, base_environment: Mapping[str, str], region: str
+    ) -> None:
         self.spec = spec
         self.region = region
         self.environment = {**base_environment, **spec.environment}
@@ -91,7 +92,8 @@ class LocalFunction:
                 path = self.spec.code_dir / (module_name.replace(".", "/") + ".py")
                 if not path.is_file():
                     raise FileNotFoundError(
-                        f"{self.spec.logical_id}: handler file {path} not found")
+                        f"{self.spec.logical_id}: handler file {path} not found"
+                    )
                 with _ENV_LOCK:
                     os.environ.update(self.environment)
                     module = _import_file(f"local_lambda_{self.spec.logical_id}", path)

@@ -82,42 +82,78 @@ class Options:
             if not sep:
                 raise StackError(f"--parameter {item!r}: expected Key=Value")
             params[key] = value
-        return cls(host=args.host, port=args.port, moto_port=args.moto_port,
-                   template=Path(args.template) if args.template else None, parameters=params,
-                   visibility_timeout=args.visibility_timeout,
-                   redis_url=args.redis_url if args.redis_url is not None
-                   else os.environ.get("REDIS_URL") or None,
-                   redis_mode=args.redis,
-                   state_dir=Path(args.state_dir) if args.state_dir else None,
-                   stack_name=args.stack_name, region=args.region,
-                   random_secrets=args.random_secrets)
+        return cls(
+            host=args.host,
+            port=args.port,
+            moto_port=args.moto_port,
+            template=Path(args.template) if args.template else None,
+            parameters=params,
+            visibility_timeout=args.visibility_timeout,
+            redis_url=args.redis_url
+            if args.redis_url is not None
+            else os.environ.get("REDIS_URL") or None,
+            redis_mode=args.redis,
+            state_dir=Path(args.state_dir) if args.state_dir else None,
+            stack_name=args.stack_name,
+            region=args.region,
+            random_secrets=args.random_secrets,
+        )
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``local run`` (also accepted by ``local demo``)."""
     parser.add_argument("--host", default="127.0.0.1", help="gateway bind address (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=3000,
-                        help="gateway port: http://HOST:PORT/webhooks/{source} (3000; 0 = free)")
-    parser.add_argument("--moto-port", type=int, default=0,
-                        help="moto server port on 127.0.0.1 (default: a free port)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=3000,
+        help="gateway port: http://HOST:PORT/webhooks/{source} (3000; 0 = free)",
+    )
+    parser.add_argument(
+        "--moto-port",
+        type=int,
+        default=0,
+        help="moto server port on 127.0.0.1 (default: a free port)",
+    )
     parser.add_argument("--template", help="SAM template (default: template.yaml of the repo)")
-    parser.add_argument("--parameter", action="append", metavar="KEY=VALUE",
-                        help="template parameter override (repeatable)")
-    parser.add_argument("--visibility-timeout", type=int, metavar="SECONDS",
-                        help="override every queue's VisibilityTimeout (e.g. 2 for demos/tests: "
-                             "a poison message then reaches the DLQ in seconds)")
-    parser.add_argument("--redis-url", default=None,
-                        help="use this Redis (default: $REDIS_URL, else start redis-server)")
-    parser.add_argument("--redis", choices=("auto", "server", "in-process"), default="auto",
-                        help="auto: redis-server if installed, else an in-process stand-in")
-    parser.add_argument("--state-dir",
-                        help="folder of outputs.json, secrets.json, ready "
-                             "(default: .local-stack or $WEBHOOK_PIPELINE_LOCAL_DIR)")
-    parser.add_argument("--stack-name", default="webhook-pipeline-local",
-                        help="AWS::StackName for resource names")
+    parser.add_argument(
+        "--parameter",
+        action="append",
+        metavar="KEY=VALUE",
+        help="template parameter override (repeatable)",
+    )
+    parser.add_argument(
+        "--visibility-timeout",
+        type=int,
+        metavar="SECONDS",
+        help="override every queue's VisibilityTimeout (e.g. 2 for demos/tests: "
+        "a poison message then reaches the DLQ in seconds)",
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=None,
+        help="use this Redis (default: $REDIS_URL, else start redis-server)",
+    )
+    parser.add_argument(
+        "--redis",
+        choices=("auto", "server", "in-process"),
+        default="auto",
+        help="auto: redis-server if installed, else an in-process stand-in",
+    )
+    parser.add_argument(
+        "--state-dir",
+        help="folder of outputs.json, secrets.json, ready "
+        "(default: .local-stack or $WEBHOOK_PIPELINE_LOCAL_DIR)",
+    )
+    parser.add_argument(
+        "--stack-name", default="webhook-pipeline-local", help="AWS::StackName for resource names"
+    )
     parser.add_argument("--region", default=REGION, help="region of the emulated resources")
-    parser.add_argument("--random-secrets", action="store_true",
-                        help="random signing secrets instead of the documented dev secrets")
+    parser.add_argument(
+        "--random-secrets",
+        action="store_true",
+        help="random signing secrets instead of the documented dev secrets",
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -143,8 +179,9 @@ def dev_secret(source_name: str, scheme: str, *, random: bool) -> str:
     return random_secrets.token_hex(20)
 
 
-def seed_secrets(secretsmanager: Any, prefix: str, sources_file: Path | None,
-                 *, random: bool) -> dict[str, Any]:
+def seed_secrets(
+    secretsmanager: Any, prefix: str, sources_file: Path | None, *, random: bool
+) -> dict[str, Any]:
     """Create one secret per source under ``prefix``; return the ``secrets.json`` document."""
     from webhook_pipeline.signatures import SCHEMES
     from webhook_pipeline.sources import load_sources
@@ -252,9 +289,11 @@ class LocalStack:
         self.dir.mkdir(parents=True, exist_ok=True)
         running = read_ready(self.dir)
         if running and running.get("pid") != os.getpid():
-            raise StackError(f"a local stack is already running (pid {running['pid']}, "
-                             f"{running.get('api_url')}); stop it with "
-                             "`webhook-pipeline local stop`")
+            raise StackError(
+                f"a local stack is already running (pid {running['pid']}, "
+                f"{running.get('api_url')}); stop it with "
+                "`webhook-pipeline local stop`"
+            )
         for name in (READY_FILE, OUTPUTS_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (self.dir / name).unlink()
@@ -263,8 +302,9 @@ class LocalStack:
         # Never reach a real AWS account: fake credentials, every client at the moto server.
         os.environ.pop("AWS_PROFILE", None)
         os.environ.update(FAKE_CREDENTIALS)
-        os.environ.update(AWS_REGION=opts.region, AWS_DEFAULT_REGION=opts.region,
-                          POWERTOOLS_TRACE_DISABLED="true")
+        os.environ.update(
+            AWS_REGION=opts.region, AWS_DEFAULT_REGION=opts.region, POWERTOOLS_TRACE_DISABLED="true"
+        )
 
         self.redis = start_redis(opts.redis_url, opts.redis_mode)  # type: ignore[arg-type]
         log.info("redis: %s (%s)", self.redis.url, self.redis.kind)
@@ -276,55 +316,81 @@ class LocalStack:
             self.moto.start()
         except OSError as exc:
             self.moto = None
-            raise StackError(f"moto server cannot listen on 127.0.0.1:{opts.moto_port}: {exc}") \
-                from exc
+            raise StackError(
+                f"moto server cannot listen on 127.0.0.1:{opts.moto_port}: {exc}"
+            ) from exc
         host, port = self.moto.get_host_and_port()
         endpoint = f"http://{host}:{port}"
         os.environ["AWS_ENDPOINT_URL"] = endpoint
         log.info("moto server: %s", endpoint)
 
         clients = _Clients(endpoint, opts.region)
-        self.stack = stack = provision(self.template, clients=clients, region=opts.region,
-                                       stack_name=opts.stack_name,
-                                       parameter_overrides=opts.parameters,
-                                       visibility_timeout=opts.visibility_timeout)
+        self.stack = stack = provision(
+            self.template,
+            clients=clients,
+            region=opts.region,
+            stack_name=opts.stack_name,
+            parameter_overrides=opts.parameters,
+            visibility_timeout=opts.visibility_timeout,
+        )
         for logical_id, reason in sorted(stack.skipped.items()):
             log.debug("not emulated: %s (%s)", logical_id, reason)
 
         # Functions: template environment, then the local stand-ins for what cannot resolve.
         default_sources = self.root / "layers" / "common" / "sources.toml"
-        base_env = {**FAKE_CREDENTIALS, "AWS_REGION": opts.region,
-                    "AWS_DEFAULT_REGION": opts.region, "AWS_ENDPOINT_URL": endpoint,
-                    "POWERTOOLS_TRACE_DISABLED": "true"}
+        base_env = {
+            **FAKE_CREDENTIALS,
+            "AWS_REGION": opts.region,
+            "AWS_DEFAULT_REGION": opts.region,
+            "AWS_ENDPOINT_URL": endpoint,
+            "POWERTOOLS_TRACE_DISABLED": "true",
+        }
         for logical_id, spec in stack.functions.items():
             env = spec.environment
             if "REDIS_URL" in env or "REDIS_URL" in spec.unresolved_environment:
                 env["REDIS_URL"] = self.redis.url
             sources_file = env.get("SOURCES_FILE")
-            if (sources_file is not None and not Path(sources_file).is_file()) \
-                    or "SOURCES_FILE" in spec.unresolved_environment:
+            if (
+                sources_file is not None and not Path(sources_file).is_file()
+            ) or "SOURCES_FILE" in spec.unresolved_environment:
                 env["SOURCES_FILE"] = str(default_sources)
             still = [k for k in spec.unresolved_environment if k not in env]
             if still:
-                log.warning("%s: environment variables not resolvable locally: %s",
-                            logical_id, ", ".join(still))
+                log.warning(
+                    "%s: environment variables not resolvable locally: %s",
+                    logical_id,
+                    ", ".join(still),
+                )
             self.functions[logical_id] = LocalFunction(spec, base_env, opts.region)
 
-        prefix = next((f.environment["SECRETS_PREFIX"] for f in stack.functions.values()
-                       if "SECRETS_PREFIX" in f.environment), f"{opts.stack_name}/")
-        sources_file = next((Path(f.environment["SOURCES_FILE"])
-                             for f in stack.functions.values() if "SOURCES_FILE" in f.environment),
-                            default_sources)
-        secrets_doc = seed_secrets(clients.secretsmanager, prefix, sources_file,
-                                   random=opts.random_secrets)
+        prefix = next(
+            (
+                f.environment["SECRETS_PREFIX"]
+                for f in stack.functions.values()
+                if "SECRETS_PREFIX" in f.environment
+            ),
+            f"{opts.stack_name}/",
+        )
+        sources_file = next(
+            (
+                Path(f.environment["SOURCES_FILE"])
+                for f in stack.functions.values()
+                if "SOURCES_FILE" in f.environment
+            ),
+            default_sources,
+        )
+        secrets_doc = seed_secrets(
+            clients.secretsmanager, prefix, sources_file, random=opts.random_secrets
+        )
         _write_json(self.dir / SECRETS_FILE, secrets_doc, mode=0o600)
 
         for fn in self.functions.values():  # cold starts now: a bad configuration fails loudly
             try:
                 fn.load()
             except Exception as exc:
-                raise StackError(f"{fn.spec.logical_id} failed its init: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+                raise StackError(
+                    f"{fn.spec.logical_id} failed its init: {type(exc).__name__}: {exc}"
+                ) from exc
 
         routes = [Route(r, fn) for fn in self.functions.values() for r in fn.spec.http_routes]
         if not routes:
@@ -334,11 +400,13 @@ class LocalStack:
             routes = [Route(DEFAULT_ROUTE, ingest)]
         by_name = {**{fn.spec.name: fn for fn in self.functions.values()}, **self.functions}
         try:
-            self.gateway = Gateway(opts.host, opts.port, routes, by_name,
-                                   on_request=self._count_request)
+            self.gateway = Gateway(
+                opts.host, opts.port, routes, by_name, on_request=self._count_request
+            )
         except OSError as exc:
-            raise StackError(f"cannot listen on {opts.host}:{opts.port}: {exc} "
-                             "(use --port)") from exc
+            raise StackError(
+                f"cannot listen on {opts.host}:{opts.port}: {exc} (use --port)"
+            ) from exc
         self.gateway.start()
 
         for fn in self.functions.values():
@@ -352,15 +420,21 @@ class LocalStack:
 
         self.outputs = self._outputs(endpoint)
         _write_json(self.dir / OUTPUTS_FILE, self.outputs)
-        _write_json(self.dir / READY_FILE, {
-            "pid": os.getpid(), "api_url": self.outputs["ApiUrl"], "endpoint_url": endpoint,
-            "health_url": f"http://{opts.host}:{self.gateway.port}/health",
-            "redis_url": self.redis.url, "redis_kind": self.redis.kind,
-            "redis_pid": self.redis.pid,
-            "visibility_timeout": self._main_queue().visibility_timeout,
-            "max_receive_count": self._main_queue().max_receive_count,
-            "started_at": time.time(),
-        })
+        _write_json(
+            self.dir / READY_FILE,
+            {
+                "pid": os.getpid(),
+                "api_url": self.outputs["ApiUrl"],
+                "endpoint_url": endpoint,
+                "health_url": f"http://{opts.host}:{self.gateway.port}/health",
+                "redis_url": self.redis.url,
+                "redis_kind": self.redis.kind,
+                "redis_pid": self.redis.pid,
+                "visibility_timeout": self._main_queue().visibility_timeout,
+                "max_receive_count": self._main_queue().max_receive_count,
+                "started_at": time.time(),
+            },
+        )
 
     def _count_request(self, method: str, path: str, status: int, ms: float) -> None:
         self.requests["total"] += 1
@@ -385,22 +459,24 @@ class LocalStack:
             dlq = stack.queue_by_arn(arn)
         outputs = {k: v for k, v in stack.outputs.items() if isinstance(v, str | int | float)}
         replay = self.functions.get("ReplayFunction")
-        outputs.update({
-            "EndpointUrl": endpoint,
-            "Region": stack.region,
-            "StackName": stack.stack_name,
-            "ApiUrl": gateway_url,
-            "WebhookUrlTemplate": f"{gateway_url}/webhooks/{{source}}",
-            "LambdaEndpointUrl": gateway_url,
-            "MainQueueUrl": main.url if main else None,
-            "DeadLetterQueueUrl": dlq.url if dlq else None,
-            "DeliveriesTableName": stack.tables.get("DeliveriesTable")
-            or next(iter(stack.tables.values()), None),
-            "PayloadBucketName": stack.buckets.get("PayloadBucket")
-            or next(iter(stack.buckets.values()), None),
-            "RedisUrl": self.redis.url,
-            "ReplayFunctionName": replay.spec.name if replay else None,
-        })
+        outputs.update(
+            {
+                "EndpointUrl": endpoint,
+                "Region": stack.region,
+                "StackName": stack.stack_name,
+                "ApiUrl": gateway_url,
+                "WebhookUrlTemplate": f"{gateway_url}/webhooks/{{source}}",
+                "LambdaEndpointUrl": gateway_url,
+                "MainQueueUrl": main.url if main else None,
+                "DeadLetterQueueUrl": dlq.url if dlq else None,
+                "DeliveriesTableName": stack.tables.get("DeliveriesTable")
+                or next(iter(stack.tables.values()), None),
+                "PayloadBucketName": stack.buckets.get("PayloadBucket")
+                or next(iter(stack.buckets.values()), None),
+                "RedisUrl": self.redis.url,
+                "ReplayFunctionName": replay.spec.name if replay else None,
+            }
+        )
         return {k: v for k, v in outputs.items() if v is not None}
 
     # -- stop --------------------------------------------------------------------------------
@@ -436,7 +512,8 @@ class LocalStack:
             f"  health     GET  {o['ApiUrl']}/health",
             f"  moto       {o['EndpointUrl']}  (SQS, DynamoDB, S3, Secrets Manager, CloudWatch)",
             f"  redis      {self.redis.url}  ({self.redis.kind}"
-            + (f", pid {self.redis.pid}" if self.redis.pid else "") + ")",
+            + (f", pid {self.redis.pid}" if self.redis.pid else "")
+            + ")",
             f"  queues     {o.get('MainQueueUrl')}  (visibility {main.visibility_timeout} s, "
             f"maxReceiveCount {main.max_receive_count})",
             f"             {o.get('DeadLetterQueueUrl')}",
@@ -444,9 +521,11 @@ class LocalStack:
             f"  alarms     {len(self.stack.alarms)} created",
         ]
         for poller in self.pollers:
-            lines.append(f"  poller     {poller.queue.name} -> {poller.function.spec.logical_id} "
-                         f"(batch {poller.source.batch_size}, window "
-                         f"{poller.source.maximum_batching_window_seconds} s)")
+            lines.append(
+                f"  poller     {poller.queue.name} -> {poller.function.spec.logical_id} "
+                f"(batch {poller.source.batch_size}, window "
+                f"{poller.source.maximum_batching_window_seconds} s)"
+            )
         lines += [
             f"  files      {self.dir}/ (outputs.json, secrets.json, ready)",
             "",
@@ -472,8 +551,10 @@ class _Clients:
         import boto3
 
         self._session = boto3.session.Session(
-            aws_access_key_id="testing", aws_secret_access_key="testing",  # noqa: S106
-            region_name=region)
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",  # noqa: S106
+            region_name=region,
+        )
         self._endpoint = endpoint
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -486,9 +567,14 @@ class _Clients:
                 from botocore.config import Config
 
                 self._clients[service] = self._session.client(
-                    service, endpoint_url=self._endpoint,
-                    config=Config(retries={"mode": "standard", "max_attempts": 3},
-                                  read_timeout=30, connect_timeout=5))
+                    service,
+                    endpoint_url=self._endpoint,
+                    config=Config(
+                        retries={"mode": "standard", "max_attempts": 3},
+                        read_timeout=30,
+                        connect_timeout=5,
+                    ),
+                )
             return self._clients[service]
 
 
@@ -527,8 +613,9 @@ def run(options: Options) -> int:
     return 0
 
 
-def start_background(argv: list[str], directory: Path | None = None,
-                     timeout: float = 90.0) -> dict[str, Any]:
+def start_background(
+    argv: list[str], directory: Path | None = None, timeout: float = 90.0
+) -> dict[str, Any]:
     """Start ``local run ARGV`` as a detached process; wait until it is ready.
 
     Returns
@@ -553,8 +640,11 @@ def start_background(argv: list[str], directory: Path | None = None,
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             [sys.executable, "-m", "webhook_pipeline_ops.cli", "local", "run", *argv],
-            stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-            start_new_session=True, env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
         )
     (folder / PID_FILE).write_text(f"{process.pid}\n")
     deadline = time.monotonic() + timeout
