@@ -391,6 +391,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--sources-file", help="sources file (default: layers/common/sources.toml)")
     p.add_argument("--seed", type=int, help="random seed (repeatable traffic shape)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="also list each delivery: source, delivery id, resource, final status",
+    )
     p.set_defaults(func=_cmd_send)
 
 
@@ -443,6 +448,13 @@ def _cmd_send(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         retries=args.retries,
     )
+    if args.list:
+        for o in summary.outcomes:
+            tag = " (duplicate)" if o.planned.duplicate else ""
+            print(
+                f"{o.planned.source.name:18} {o.planned.delivery_id:40} "
+                f"{o.planned.resource:24} {o.final.status}{tag}"
+            )
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     else:
