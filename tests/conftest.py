@@ -28,8 +28,8 @@ REGION = "us-east-1"
 # No test may reach a real AWS endpoint: fake credentials and a fixed region for everything.
 os.environ.update(
     AWS_ACCESS_KEY_ID="testing",
-    AWS_SECRET_ACCESS_KEY="testing",  # noqa: S105 - moto's fake credentials
-    AWS_SESSION_TOKEN="testing",  # noqa: S105
+    AWS_SECRET_ACCESS_KEY="testing",
+    AWS_SESSION_TOKEN="testing",
     AWS_DEFAULT_REGION=REGION,
     AWS_REGION=REGION,
     POWERTOOLS_METRICS_NAMESPACE="WebhookPipeline",
@@ -65,7 +65,7 @@ class RedisServer:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is not installed (.ci/run installs it with apt-get)")
-        self.process = subprocess.Popen(  # noqa: S603
+        self.process = subprocess.Popen(
             [
                 binary,
                 "--port",
