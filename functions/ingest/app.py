@@ -47,8 +47,12 @@ def service() -> IngestService:
     """The wired use case, built once per container on first use."""
     session = boto3.session.Session()
     gate = RedisGate(
-        redis_client(
-            settings.redis_url, settings.redis_connect_timeout_ms, settings.redis_read_timeout_ms
+        client_factory=functools.partial(
+            redis_client,
+            settings.redis_url,
+            settings.redis_connect_timeout_ms,
+            settings.redis_read_timeout_ms,
+            settings.redis_cluster_mode,
         )
     )
     return IngestService(

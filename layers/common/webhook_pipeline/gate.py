@@ -101,20 +101,41 @@ class DedupGate(Protocol):
     def release(self, key: str, token: str) -> bool: ...
 
 
-@dataclass
 class RedisGate:
     """The dedup gate on a redis-py client.
 
-    Every Redis error (connection refused, timeout, TLS failure, a server that does not know
-    ``SET ... NX GET``) is raised as :class:`GateUnavailableError`; the caller decides whether to
-    fail open or closed (invariant I7).
+    Every Redis error (connection refused, timeout, TLS failure, cluster errors, a server that
+    does not know ``SET ... NX GET``) is raised as :class:`GateUnavailableError`; the caller
+    decides whether to fail open or closed (invariant I7).
+
+    Parameters
+    ----------
+    client : redis.Redis | redis.cluster.RedisCluster | None
+        A ready client, or ``None`` with ``client_factory``.
+    client_factory : Callable[[], client] | None
+        Builds the client on first use, inside the error handling: a cluster client connects
+        while it is built, and Redis being down then must fail open like any other command.
     """
 
-    client: Any  # redis.Redis
+    def __init__(self, client: Any = None, client_factory: Callable[[], Any] | None = None) -> None:
+        if (client is None) == (client_factory is None):
+            raise ValueError("give exactly one of client and client_factory")
+        self._client = client
+        self._factory = client_factory
+        self._scripts: tuple[Any, Any] | None = None
 
-    def __post_init__(self) -> None:
-        self._confirm = self.client.register_script(_CONFIRM)
-        self._release = self.client.register_script(_RELEASE)
+    @property
+    def client(self) -> Any:
+        """The redis-py client (built on first use when a factory was given)."""
+        if self._client is None and self._factory is not None:
+            self._client = self._factory()
+        return self._client
+
+    def _script(self, index: int) -> Any:
+        if self._scripts is None:
+            client = self.client
+            self._scripts = (client.register_script(_CONFIRM), client.register_script(_RELEASE))
+        return self._scripts[index]
 
     def claim(self, key: str, token: str, ttl_seconds: int) -> ClaimOutcome:
         """Claim ``key`` for ``token`` for ``ttl_seconds`` seconds (one ``SET NX EX GET``).
@@ -124,7 +145,9 @@ class RedisGate:
         GateUnavailableError
             Redis did not answer within its timeouts or refused the command.
         """
-        previous = self._call(self.client.set, key, f"p:{token}", nx=True, ex=ttl_seconds, get=True)
+        previous = self._call(
+            lambda: self.client.set(key, f"p:{token}", nx=True, ex=ttl_seconds, get=True)
+        )
         if previous is None:
             return ClaimOutcome.CLAIMED
         if isinstance(previous, bytes) and previous.startswith(b"p:"):
@@ -142,7 +165,7 @@ class RedisGate:
         GateUnavailableError
         """
         result = self._call(
-            self._confirm, keys=[key], args=[f"p:{token}", f"d:{token}", ttl_seconds]
+            lambda: self._script(0)(keys=[key], args=[f"p:{token}", f"d:{token}", ttl_seconds])
         )
         return bool(result)
 
@@ -153,46 +176,54 @@ class RedisGate:
         ------
         GateUnavailableError
         """
-        return bool(self._call(self._release, keys=[key], args=[f"p:{token}"]))
+        return bool(self._call(lambda: self._script(1)(keys=[key], args=[f"p:{token}"])))
 
-    @staticmethod
-    def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        import redis
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        from redis.exceptions import RedisClusterException, RedisError
 
         try:
-            return fn(*args, **kwargs)
-        except redis.RedisError as exc:
+            return fn()
+        except (RedisError, RedisClusterException) as exc:
             raise GateUnavailableError(f"{type(exc).__name__}: {exc}") from exc
 
 
-def redis_client(url: str, connect_timeout_ms: int, read_timeout_ms: int) -> Any:
+def redis_client(
+    url: str, connect_timeout_ms: int, read_timeout_ms: int, cluster_mode: bool = False
+) -> Any:
     """Create a redis-py client for the gate (once per container).
 
     Parameters
     ----------
     url : str
-        ``redis://host:port/db`` or ``rediss://host:port/db`` (TLS, as ElastiCache Serverless
-        requires).
+        ``redis://host:port/0`` or ``rediss://host:port/0`` (TLS, as ElastiCache Serverless
+        requires). Database 0 only in cluster mode (``SELECT`` is not allowed there).
     connect_timeout_ms, read_timeout_ms : int
         Socket timeouts in milliseconds (100-300 ms suits a gate in the same VPC).
+    cluster_mode : bool
+        Use the cluster client (ElastiCache Serverless and cluster-mode-enabled caches). Every
+        gate command touches one key, so each goes to the key's slot owner.
 
     Notes
     -----
     No client-side retries: a slow or absent Redis must cost at most one timeout before the
-    ingest function fails open.
+    ingest function fails open. A cluster client connects (``CLUSTER SLOTS``) when built: give
+    :class:`RedisGate` a factory so that happens inside its error handling.
     """
-    import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=connect_timeout_ms / 1000,
-        socket_timeout=read_timeout_ms / 1000,
-        retry=Retry(NoBackoff(), 0),
-        retry_on_timeout=False,
-        health_check_interval=0,
-    )
+    options: dict[str, Any] = {
+        "socket_connect_timeout": connect_timeout_ms / 1000,
+        "socket_timeout": read_timeout_ms / 1000,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if cluster_mode:
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(url, **options)
+    import redis
+
+    return redis.Redis.from_url(url, retry_on_timeout=False, health_check_interval=0, **options)
 
 
 @dataclass

@@ -30,6 +30,8 @@ class IngestSettings(BaseSettings):
         Prefix of the sources' Secrets Manager names (``webhook-pipeline/<stack>/``).
     redis_url : str
         ``redis://`` or ``rediss://`` URL of the gate.
+    redis_cluster_mode : bool
+        Talk to Redis with the cluster client (ElastiCache Serverless is cluster-mode enabled).
     gate_fail_mode : {"open", "closed"}
         Redis unavailable: enqueue without the gate (open, default) or answer 503 (closed).
     claim_ttl_seconds : int
@@ -60,6 +62,7 @@ class IngestSettings(BaseSettings):
     payload_bucket: str = Field(min_length=1)
     secrets_prefix: str
     redis_url: str = Field(pattern=r"^rediss?://")
+    redis_cluster_mode: bool = False
     gate_fail_mode: Literal["open", "closed"] = "open"
     claim_ttl_seconds: int = Field(default=30, ge=1, le=900)
     dedup_ttl_seconds: int = Field(default=259_200, ge=60, le=30 * 86_400)

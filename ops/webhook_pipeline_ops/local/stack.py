@@ -349,6 +349,8 @@ class LocalStack:
             env = spec.environment
             if "REDIS_URL" in env or "REDIS_URL" in spec.unresolved_environment:
                 env["REDIS_URL"] = self.redis.url
+                # The local Redis is a single non-cluster server, unlike ElastiCache Serverless.
+                env["REDIS_CLUSTER_MODE"] = "false"
             sources_file = env.get("SOURCES_FILE")
             if (
                 sources_file is not None and not Path(sources_file).is_file()
