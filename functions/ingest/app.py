@@ -81,9 +81,15 @@ def service() -> IngestService:
 
 
 def json_response(
-    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    status: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """An API Gateway proxy response with a JSON body."""
+    """An API Gateway proxy response: JSON for a dict body, plain text for a string."""
+    if isinstance(body, str):
+        return {
+            "statusCode": status,
+            "headers": {"content-type": "text/plain; charset=utf-8", **(headers or {})},
+            "body": body,
+        }
     return {
         "statusCode": status,
         "headers": {"content-type": "application/json", **(headers or {})},
@@ -103,8 +109,9 @@ def error_response(error: IngestError) -> dict[str, Any]:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Handle one API Gateway (HTTP API 2.0 or REST 1.0) proxy event.
 
-    Returns an API Gateway proxy response: 202/200 with ``{"status", "delivery_id"}``, or
-    401/404/400/413/503 with ``{"status": "rejected", "reason": <code>}`` (503 adds
+    Returns an API Gateway proxy response: 202/200 with ``{"status", "delivery_id"}``, 200
+    with a provider handshake's answer (JSON, or the plain-text ``hub.challenge`` of a ``GET``),
+    or 400/401/404/405/413/503 with ``{"status": "rejected", "reason": <code>}`` (503 adds
     ``Retry-After`` in seconds). Unexpected errors propagate (API Gateway answers 500 and the
     sender retries; the ingest 5xx alarm fires).
     """

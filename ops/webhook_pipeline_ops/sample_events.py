@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from webhook_pipeline_ops.samples import (
+    DEV_VERIFY_TOKENS,
     SampleDelivery,
     example_sources,
     http_api_event,
     rest_api_event,
     signed_delivery,
+    subscription_get_event,
 )
 
 FIXED_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z
@@ -107,6 +109,18 @@ def build_events(now: int) -> dict[str, dict[str, Any]]:
     ).encode()
     events["ingest-slack-url-verification.json"] = http_api_event(
         signed_delivery(src["slack"], timestamp=now, body=challenge, delivery_id="unused")
+    )
+    # Meta (WhatsApp) notification, and Meta's GET endpoint verification (hub.challenge).
+    events["ingest-meta.json"] = http_api_event(
+        valid("meta", delivery_id="HBgLMTU1NTAxMjM0NTYVAgASGBQzQUE", resource="102290129340398")
+    )
+    events["ingest-meta-subscribe.json"] = subscription_get_event(
+        "meta",
+        {
+            "hub.mode": "subscribe",
+            "hub.verify_token": DEV_VERIFY_TOKENS["meta"],
+            "hub.challenge": "1158201444",
+        },
     )
     # No such source: 404.
     events["ingest-unknown-source.json"] = http_api_event(

@@ -9,6 +9,7 @@ Manager emulator; never use them in a deployed stack.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import time
 import uuid
@@ -28,7 +29,21 @@ DEV_SECRETS: dict[str, str] = {
     "slack": "dev-slack-signing-secret-local",
     "shopify": "dev-shopify-client-secret-local",
     "generic-hmac": "dev-generic-hmac-secret-local",
+    "meta": "dev-meta-app-secret-local",
 }
+
+# Verify tokens of sources whose scheme answers a GET subscription handshake (Meta).
+DEV_VERIFY_TOKENS: dict[str, str] = {"meta": "dev-meta-verify-token"}
+
+
+def dev_secret_value(source: str) -> str:
+    """The Secrets Manager value of ``source``'s development secret: the signing secret, or
+    JSON ``{"current", "verify_token"}`` for sources with a subscription handshake."""
+    if source in DEV_VERIFY_TOKENS:
+        return json.dumps(
+            {"current": DEV_SECRETS[source], "verify_token": DEV_VERIFY_TOKENS[source]}
+        )
+    return DEV_SECRETS[source]
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,25 @@ def payload(
             "X-Shopify-Shop-Domain": "dev-shop.myshopify.com",
             "X-Shopify-Triggered-At": _iso(created),
         }
+    elif source == "meta":
+        doc = {
+            "object": event_type or "whatsapp_business_account",
+            "entry": [
+                {
+                    "id": resource,
+                    "changes": [
+                        {
+                            "field": "messages",
+                            "value": {
+                                "messages": [
+                                    {"id": f"wamid.{delivery_id}", "timestamp": str(created)}
+                                ]
+                            },
+                        }
+                    ],
+                }
+            ],
+        }
     else:  # generic-hmac and any source configured like it
         doc = {
             "type": event_type or "resource.updated",
@@ -162,7 +196,15 @@ def signed_delivery(
     headers |= dict(extra_headers or {})
     key = secret if secret is not None else DEV_SECRETS[source.name]
     headers |= sign(source, default_body, key, timestamp=timestamp, delivery_id=delivery_id)
-    return SampleDelivery(source.name, delivery_id, default_body, headers)
+    return SampleDelivery(
+        source.name, recorded_id(source, delivery_id, default_body), default_body, headers
+    )
+
+
+def recorded_id(source: Source, delivery_id: str, body: bytes) -> str:
+    """The delivery id the ingest function will read: ``delivery_id`` as put in the payload, or
+    the body's SHA-256 for sources that deduplicate on ``{ digest = "sha256" }`` (Meta)."""
+    return hashlib.sha256(body).hexdigest() if source.delivery_id.digest else delivery_id
 
 
 def _new_id(source: str) -> str:
@@ -187,33 +229,56 @@ def http_api_event(
     ``isBase64Encoded: true`` as API Gateway does for binary media types.
     """
     source = path_source or delivery.source
+    event = _http_api_envelope("POST", source, delivery.delivery_id, time_epoch_ms)
+    event["headers"] = {k.lower(): v for k, v in delivery.headers.items()}
+    event["body"] = (
+        base64.b64encode(delivery.body).decode() if base64_body else delivery.body.decode()
+    )
+    event["isBase64Encoded"] = base64_body
+    return event
+
+
+def subscription_get_event(
+    source: str, query: Mapping[str, str], time_epoch_ms: int | None = None
+) -> dict[str, Any]:
+    """An HTTP API (2.0) ``GET /webhooks/{source}?...`` event (Meta's ``hub.challenge``)."""
+    from urllib.parse import urlencode
+
+    event = _http_api_envelope("GET", source, urlencode(query), time_epoch_ms)
+    event["rawQueryString"] = urlencode(query)
+    event["queryStringParameters"] = dict(query)
+    event["headers"] = {"user-agent": "facebookplatform/1.0"}
+    event["isBase64Encoded"] = False
+    return event
+
+
+def _http_api_envelope(
+    method: str, source: str, request_key: str, time_epoch_ms: int | None
+) -> dict[str, Any]:
     now_ms = time_epoch_ms if time_epoch_ms is not None else int(time.time() * 1000)
-    request_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{source}/{delivery.delivery_id}").hex
+    route = f"{method} /webhooks/{{source}}"
     return {
         "version": "2.0",
-        "routeKey": "POST /webhooks/{source}",
+        "routeKey": route,
         "rawPath": f"/webhooks/{source}",
         "rawQueryString": "",
-        "headers": {k.lower(): v for k, v in delivery.headers.items()},
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",
             "domainName": "localhost",
             "http": {
-                "method": "POST",
+                "method": method,
                 "path": f"/webhooks/{source}",
                 "protocol": "HTTP/1.1",
                 "sourceIp": "127.0.0.1",
                 "userAgent": "sample",
             },
-            "requestId": request_id,
-            "routeKey": "POST /webhooks/{source}",
+            "requestId": uuid.uuid5(uuid.NAMESPACE_URL, f"{source}/{request_key}").hex,
+            "routeKey": route,
             "stage": "$default",
             "timeEpoch": now_ms,
         },
         "pathParameters": {"source": source},
-        "body": base64.b64encode(delivery.body).decode() if base64_body else delivery.body.decode(),
-        "isBase64Encoded": base64_body,
     }
 
 

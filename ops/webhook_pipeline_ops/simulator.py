@@ -175,7 +175,7 @@ def plan(
     out_of_order : bool
         Swap each resource's events in pairs (the newer sent first).
     """
-    from webhook_pipeline_ops.samples import _new_id, payload
+    from webhook_pipeline_ops.samples import _new_id, payload, recorded_id
 
     rng = rng or random.Random()  # noqa: S311 - traffic shaping, not security
     base = base_time if base_time is not None else int(time.time()) - 3600
@@ -191,6 +191,7 @@ def plan(
             body, headers = payload(
                 source.name, delivery_id=delivery_id, resource=resource, sequence=sequence
             )
+            delivery_id = recorded_id(source, delivery_id, body)
             events.append(Planned(source, delivery_id, resource, sequence, None, body, headers))
         lists = list(per_resource.values())
         if out_of_order:

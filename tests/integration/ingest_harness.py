@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from webhook_pipeline_ops.samples import DEV_SECRETS
+from webhook_pipeline_ops.samples import DEV_SECRETS, dev_secret_value
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS_PREFIX = "webhook-pipeline/test/"
@@ -86,8 +86,8 @@ def provision(region: str = "us-east-1") -> dict[str, str]:
     s3 = boto3.client("s3", region_name=region)
     s3.create_bucket(Bucket="payloads")
     sm = boto3.client("secretsmanager", region_name=region)
-    for source, secret in DEV_SECRETS.items():
-        sm.create_secret(Name=f"{SECRETS_PREFIX}{source}", SecretString=secret)
+    for source in DEV_SECRETS:
+        sm.create_secret(Name=f"{SECRETS_PREFIX}{source}", SecretString=dev_secret_value(source))
     return {
         "QUEUE_URL": queue_url,
         "PAYLOAD_BUCKET": "payloads",

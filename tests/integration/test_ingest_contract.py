@@ -271,3 +271,47 @@ def _metric_lines(stdout: str) -> list[dict]:
         if line.startswith("{") and '"_aws"' in line:
             found.append(json.loads(line))
     return found
+
+
+def test_meta_notification_is_accepted_and_deduplicated_on_its_body_digest(ingest) -> None:
+    import hashlib
+
+    delivery = signed_delivery(SOURCES["meta"])
+    first = ingest.invoke(http_api_event(delivery))
+    again = ingest.invoke(http_api_event(delivery))
+    assert (first["statusCode"], again["statusCode"]) == (202, 200)
+    assert ingest.body(first)["delivery_id"] == hashlib.sha256(delivery.body).hexdigest()
+
+
+def test_meta_get_hub_challenge_is_answered_as_plain_text_with_the_right_token(ingest) -> None:
+    from webhook_pipeline_ops.samples import DEV_VERIFY_TOKENS, subscription_get_event
+
+    ok = ingest.invoke(
+        subscription_get_event(
+            "meta",
+            {
+                "hub.mode": "subscribe",
+                "hub.verify_token": DEV_VERIFY_TOKENS["meta"],
+                "hub.challenge": "1158201444",
+            },
+        )
+    )
+    assert ok["statusCode"] == 200
+    assert ok["body"] == "1158201444"
+    assert ok["headers"]["content-type"].startswith("text/plain")
+    wrong = ingest.invoke(
+        subscription_get_event(
+            "meta", {"hub.mode": "subscribe", "hub.verify_token": "guess", "hub.challenge": "1"}
+        )
+    )
+    assert wrong["statusCode"] == 401
+    assert ingest.body(wrong)["reason"] == "verify_token_invalid"
+    assert ingest.messages() == []
+
+
+def test_get_to_a_source_without_a_handshake_is_405(ingest) -> None:
+    from webhook_pipeline_ops.samples import subscription_get_event
+
+    response = ingest.invoke(subscription_get_event("github", {"hub.mode": "subscribe"}))
+    assert response["statusCode"] == 405
+    assert ingest.body(response)["reason"] == "method_not_allowed"

@@ -126,6 +126,7 @@ class TestRegistry:
             "slack",
             "shopify",
             "generic-hmac",
+            "meta",
         }
         for name, cls in SCHEMES.items():
             assert cls.name == name

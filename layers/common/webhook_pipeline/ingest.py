@@ -54,6 +54,13 @@ class DeliveryInFlightError(IngestError):
     reason = "delivery_in_flight"
 
 
+class MethodNotAllowedError(IngestError):
+    """A ``GET`` to a source whose scheme has no subscription handshake: 405."""
+
+    status = 405
+    reason = "method_not_allowed"
+
+
 class GateClosedError(IngestError):
     """Redis is unavailable and the gate is configured to fail closed: 503."""
 
@@ -93,12 +100,12 @@ class IngestResult:
     ----------
     status : int
         202 accepted, 200 duplicate or handshake.
-    body : dict
-        JSON body.
+    body : dict | str
+        JSON body, or plain text (a ``GET`` subscription challenge is echoed as text).
     """
 
     status: int
-    body: dict[str, Any]
+    body: dict[str, Any] | str
 
 
 @dataclass(frozen=True)
@@ -141,13 +148,16 @@ class IngestService:
         ------
         IngestError
             A subclass whose ``status`` is the HTTP answer: 401 (:class:`VerificationError`),
-            404 (:class:`UnknownSourceError`), 400 (:class:`BadDeliveryError`), 413
+            404 (:class:`UnknownSourceError`), 400 (:class:`BadDeliveryError`), 405
+            (:class:`MethodNotAllowedError`, a ``GET`` without a handshake), 413
             (:class:`PayloadTooLargeError`), 503 (:class:`EnqueueError`,
             :class:`DeliveryInFlightError`, :class:`GateClosedError`, secret unavailable).
         """
         source = self.sources.get(request.source)
         if source is None or not source.enabled:
             raise UnknownSourceError()
+        if request.method == "GET":
+            return self._subscription_challenge(source, request)
         if len(request.body) > self.policy.max_body_bytes:
             raise PayloadTooLargeError(detail=f"{len(request.body)} bytes")
 
@@ -198,6 +208,22 @@ class IngestService:
         return IngestResult(202, {"status": "accepted", "delivery_id": delivery.delivery_id})
 
     # -- stages ---------------------------------------------------------------------------
+
+    def _subscription_challenge(self, source: Source, request: WebhookRequest) -> IngestResult:
+        """``GET`` endpoint verification (Meta ``hub.challenge``): never reaches Redis or SQS."""
+        scheme = self.schemes[source.name]
+        try:
+            answer = scheme.subscription_challenge(
+                request, self.secrets.verify_token_for(source.secret)
+            )
+        except VerificationError as exc:
+            count(MetricName.SIGNATURE_INVALID)
+            logger.info("subscription handshake rejected", extra={"reason": exc.reason})
+            raise
+        if answer is None:
+            raise MethodNotAllowedError()
+        logger.info("subscription handshake answered")
+        return IngestResult(200, answer)
 
     def _verify(self, source: Source, request: WebhookRequest) -> None:
         secrets = self.secrets.secrets_for(source.secret)

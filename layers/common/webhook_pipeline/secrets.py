@@ -1,7 +1,9 @@
 """Secret values of the sources, from AWS Secrets Manager through Powertools Parameters.
 
 A source's secret is named ``<SECRETS_PREFIX><source.secret>``. Its value is either the signing
-secret itself, or JSON ``{"current": "...", "previous": "..."}`` while a rotation window is open
+secret itself, or JSON ``{"current": "...", "previous": "...", "verify_token": "..."}``
+(``previous`` only while a rotation window is open; ``verify_token`` only for schemes with a
+``GET`` subscription handshake, such as Meta's ``hub.verify_token``)
 (the previous secret is still accepted; verifications that only it passes are counted in the
 ``VerifiedWithPreviousSecret`` metric so an operator can see when the sender has switched).
 Values are cached in the container for ``max_age_seconds``.
@@ -28,28 +30,50 @@ class SecretStore(Protocol):
 
     def secrets_for(self, secret_name: str) -> list[str]: ...
 
+    def verify_token_for(self, secret_name: str) -> str | None: ...
 
-def parse_secret_value(value: str) -> list[str]:
-    """Turn a stored secret value into ``[current]`` or ``[current, previous]``.
+
+@dataclass(frozen=True)
+class SourceSecret:
+    """A parsed secret value.
+
+    Attributes
+    ----------
+    signing : list[str]
+        ``[current]`` or ``[current, previous]``.
+    verify_token : str | None
+        Token of a ``GET`` subscription handshake, when the source has one.
+    """
+
+    signing: list[str]
+    verify_token: str | None = None
+
+
+def parse_secret(value: str) -> SourceSecret:
+    """Parse a stored secret value (plain string, or the JSON object described above).
 
     Raises
     ------
     ValueError
-        JSON object without a non-empty string ``current``, or an empty value.
+        JSON object without a non-empty string ``current``, a non-string ``previous`` or
+        ``verify_token``, unknown keys, or an empty value.
     """
     text = value.strip()
     if text.startswith("{"):
         doc = json.loads(text)
-        current = doc.get("current")
-        previous = doc.get("previous")
+        unknown = set(doc) - {"current", "previous", "verify_token"}
+        if unknown:
+            raise ValueError(f"secret JSON has unknown keys {sorted(unknown)}")
+        current, previous, token = doc.get("current"), doc.get("previous"), doc.get("verify_token")
         if not isinstance(current, str) or not current:
             raise ValueError("secret JSON needs a non-empty string 'current'")
-        if previous is not None and (not isinstance(previous, str) or not previous):
-            raise ValueError("secret JSON 'previous' must be a non-empty string when present")
-        return [current, previous] if previous else [current]
+        for name, item in (("previous", previous), ("verify_token", token)):
+            if item is not None and (not isinstance(item, str) or not item):
+                raise ValueError(f"secret JSON '{name}' must be a non-empty string when present")
+        return SourceSecret([current, previous] if previous else [current], token)
     if not text:
         raise ValueError("empty secret value")
-    return [value]
+    return SourceSecret([value])
 
 
 @dataclass
@@ -78,6 +102,18 @@ class SecretsManagerStore:
         SecretUnavailableError
             The secret is missing, unreadable or malformed (logged with its name, never its value).
         """
+        return self._secret(secret_name).signing
+
+    def verify_token_for(self, secret_name: str) -> str | None:
+        """Return the subscription handshake's verify token of ``secret_name``, if it has one.
+
+        Raises
+        ------
+        SecretUnavailableError
+        """
+        return self._secret(secret_name).verify_token
+
+    def _secret(self, secret_name: str) -> SourceSecret:
         name = f"{self.prefix}{secret_name}"
         try:
             value = self.provider.get(name, max_age=self.max_age_seconds)
@@ -88,6 +124,6 @@ class SecretsManagerStore:
         if isinstance(value, bytes):
             value = value.decode("utf-8")
         try:
-            return parse_secret_value(str(value))
+            return parse_secret(str(value))
         except ValueError as exc:
             raise SecretUnavailableError(detail=f"secret {name!r} malformed: {exc}") from exc

@@ -191,7 +191,14 @@ def seed_secrets(
     for name, source in sources.items():
         value = dev_secret(name, source.scheme, random=random)
         secret_id = f"{prefix}{source.secret}"
-        secretsmanager.create_secret(Name=secret_id, SecretString=value)
+        stored = value
+        if source.scheme == "meta":  # the GET hub.challenge handshake needs a verify token
+            from webhook_pipeline_ops.samples import DEV_VERIFY_TOKENS
+
+            token = DEV_VERIFY_TOKENS["meta"] if not random else random_secrets.token_hex(12)
+            stored = json.dumps({"current": value, "verify_token": token})
+            doc.setdefault("verify_tokens", {})[name] = token
+        secretsmanager.create_secret(Name=secret_id, SecretString=stored)
         doc["sources"][name] = {"scheme": source.scheme, "secret_id": secret_id, "secret": value}
     return doc
 

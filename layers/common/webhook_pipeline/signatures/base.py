@@ -132,6 +132,31 @@ class SignatureScheme(ABC):
         """
         return None
 
+    def subscription_challenge(
+        self, request: WebhookRequest, verify_token: str | None
+    ) -> str | None:
+        """Answer a subscription handshake that arrives as ``GET`` (Meta's ``hub.challenge``).
+
+        Parameters
+        ----------
+        request : WebhookRequest
+            The ``GET`` request (query string parameters in ``request.query``).
+        verify_token : str | None
+            The source's configured verify token (from its secret), if any.
+
+        Returns
+        -------
+        str | None
+            The text to answer with 200, or ``None`` when this scheme has no such handshake
+            (the ingest function answers 405).
+
+        Raises
+        ------
+        VerificationError
+            The handshake is malformed or its token does not match.
+        """
+        return None
+
     @abstractmethod
     def sign(self, body: bytes, secret: str, *, timestamp: int, delivery_id: str) -> dict[str, str]:
         """Return the headers a sender of this scheme would attach to ``body``.

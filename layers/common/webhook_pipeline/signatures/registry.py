@@ -12,6 +12,7 @@ from typing import Any
 from webhook_pipeline.signatures.base import SignatureScheme
 from webhook_pipeline.signatures.generic_hmac import GenericHmacScheme
 from webhook_pipeline.signatures.github import GitHubScheme
+from webhook_pipeline.signatures.meta import MetaScheme
 from webhook_pipeline.signatures.shopify import ShopifyScheme
 from webhook_pipeline.signatures.slack import SlackScheme
 from webhook_pipeline.signatures.standard_webhooks import StandardWebhooksScheme
@@ -26,6 +27,7 @@ SCHEMES: dict[str, type[SignatureScheme]] = {
         SlackScheme,
         ShopifyScheme,
         GenericHmacScheme,
+        MetaScheme,
     )
 }
 
