@@ -688,7 +688,7 @@ def test_batch_mixing_every_outcome_reports_exactly_the_failed_message_ids(
     assert store.get_resource("stripe", "cus_h")["watermark"] == 11
     assert store.get_delivery("stripe", "evt_new")["outcome"] == "applied"
     assert store.get_delivery("stripe", "evt_old")["outcome"] == "stale"
-    assert store.get_delivery("stripe", "evt_equal")["outcome"] == "stale"
+    assert store.get_delivery("stripe", "evt_equal")["outcome"] == "applied"
     assert store.get_delivery("stripe", "evt_other")["outcome"] == "applied"
     for poison in ("evt_s2", "evt_extra", "evt_sha", "evt_size", "evt_ref", "evt_both"):
         assert store.get_delivery("stripe", poison) is None
@@ -707,14 +707,11 @@ def test_huge_batch_of_one_resource_out_of_order_ends_at_the_highest_sequence(
     store = processor.service()._store
     assert store.get_resource("stripe", "cus_big")["watermark"] == 10
     outcomes = [store.get_delivery("stripe", f"evt_h{i}")["outcome"] for i in range(len(sequences))]
-    # Sorted by sequence with ties in arrival order: each of 1..10 applied once, the two later
-    # copies of sequence 10 are stale.
-    assert outcomes.count("applied") == 10
-    assert [o for o, s in zip(outcomes, sequences, strict=True) if s == 10] == [
-        "applied",
-        "stale",
-        "stale",
-    ]
+    # Sorted by sequence with ties in arrival order, every delivery is applied: nothing older
+    # than the watermark ever arrives after it, and equal sequences (three deliveries at 10)
+    # all apply (docs/data-model.md).
+    assert outcomes == ["applied"] * len(sequences)
+    assert store.get_resource("stripe", "cus_big")["last_delivery_id"] == "evt_h11"
 
 
 # -- replay requests ----------------------------------------------------------------------------

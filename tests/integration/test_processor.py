@@ -415,10 +415,12 @@ def test_c10_reasons_from_the_service_are_read_by_index(store: DynamoDBDeliveryS
     assert store.get_resource("stripe", "cus_1")["watermark"] == 7
 
 
-def test_equal_sequence_is_stale(store: DynamoDBDeliveryStore) -> None:
+def test_equal_sequence_of_another_delivery_is_applied(store: DynamoDBDeliveryStore) -> None:
     store.record(delivery_record("evt_a", "cus_eq", 5))
-    assert store.record(delivery_record("evt_b", "cus_eq", 5)).outcome is Outcome.STALE
-    assert store.get_resource("stripe", "cus_eq")["last_delivery_id"] == "evt_a"
+    assert store.record(delivery_record("evt_b", "cus_eq", 5)).outcome is Outcome.APPLIED
+    assert store.record(delivery_record("evt_c", "cus_eq", 4)).outcome is Outcome.STALE
+    resource = store.get_resource("stripe", "cus_eq")
+    assert (resource["watermark"], resource["last_delivery_id"]) == (5, "evt_b")
 
 
 def test_out_of_order_pair_in_one_batch_is_applied_in_sequence_order(

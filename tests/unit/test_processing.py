@@ -69,7 +69,7 @@ def msg(mid: str, body: str, receive_count: int = 1) -> Message:
 
 @dataclass
 class MemoryStore:
-    """The DeliveryStore contract in memory: at most once per delivery, strict watermark."""
+    """The DeliveryStore contract in memory: at most once per delivery; no going back."""
 
     deliveries: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     watermarks: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -92,7 +92,7 @@ class MemoryStore:
             rkey = (delivery.source, delivery.resource_key)
             current = self.watermarks.get(rkey)
             assert delivery.sequence is not None
-            if current is not None and not current < delivery.sequence:
+            if current is not None and current > delivery.sequence:
                 self.deliveries[key] = {"outcome": Outcome.STALE}
                 return StoreResult(Outcome.STALE, watermark=current)
             self.watermarks[rkey] = delivery.sequence
@@ -192,12 +192,18 @@ def test_sequence_3_2_4_across_batches_is_applied_stale_applied() -> None:
     assert store.watermarks[("stripe", "cus_1")] == 4
 
 
-def test_equal_sequence_from_another_delivery_is_stale() -> None:
+def test_equal_sequence_from_another_delivery_is_applied_and_the_watermark_stays() -> None:
     store = MemoryStore()
     service = make_service(store)
     first = service.process_message(msg("a", envelope_json("evt_a", seq=5)))
     second = service.process_message(msg("b", envelope_json("evt_b", seq=5)))
-    assert (first.outcome, second.outcome) == (Outcome.APPLIED, Outcome.STALE)
+    older = service.process_message(msg("c", envelope_json("evt_c", seq=4)))
+    assert (first.outcome, second.outcome, older.outcome) == (
+        Outcome.APPLIED,
+        Outcome.APPLIED,
+        Outcome.STALE,
+    )
+    assert store.watermarks[("stripe", "cus_1")] == 5
 
 
 def test_same_delivery_twice_in_one_batch_is_applied_then_duplicate() -> None:

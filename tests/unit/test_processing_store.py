@@ -1,7 +1,8 @@
 """DynamoDB store: cancellation reasons read by index, error classes (a fake client, no sockets).
 
 C10: one transaction, Put delivery ``evt_1`` with ``attribute_not_exists(pk)`` + Update resource
-``cus_1`` with ``attribute_not_exists(#wm) OR #wm < :seq``; stored seq 7, incoming 5 ->
+``cus_1`` with ``attribute_not_exists(#wm) OR #wm <= :seq`` (equal sequences apply, see
+docs/data-model.md); stored seq 7, incoming 5 ->
 ``CancellationReasons: [{"Code":"None"},{"Code":"ConditionalCheckFailed"}]`` -> stale.
 """
 
@@ -98,7 +99,7 @@ def test_new_delivery_with_resource_is_one_transaction_with_the_documented_condi
     assert put["Item"]["expires_at"] == {"N": "1800000000"}
     assert put["ConditionExpression"] == "attribute_not_exists(pk)"
     assert update["Key"]["pk"] == {"S": "RESOURCE#stripe#cus_1"}
-    assert update["ConditionExpression"] == "attribute_not_exists(#wm) OR #wm < :seq"
+    assert update["ConditionExpression"] == "attribute_not_exists(#wm) OR #wm <= :seq"
     assert update["ExpressionAttributeNames"]["#wm"] == "watermark"
     assert update["ExpressionAttributeValues"][":seq"] == {"N": "5"}
     assert request["ClientRequestToken"] == "t" * 36

@@ -12,7 +12,7 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
 from webhook_pipeline.errors import MalformedEnvelopeError
 
@@ -72,11 +72,11 @@ class Envelope(BaseModel):
     received_at: datetime
     event_type: str | None = None
     resource_key: str | None = Field(default=None, max_length=1024)
-    sequence: int | None = None
+    sequence: StrictInt | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     body_b64: str | None = None
     body_ref: BodyPointer | None = None
-    body_size: int = Field(ge=0)
+    body_size: StrictInt = Field(ge=0)
     body_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     replay_count: int = Field(default=0, ge=0)
     gate: Literal["claimed", "bypassed", "replayed"] = "claimed"

@@ -19,6 +19,7 @@ from typing import Any
 from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
 from webhook_pipeline.errors import (
     BadDeliveryError,
+    ConfigurationError,
     EnqueueError,
     GateUnavailableError,
     IngestError,
@@ -32,7 +33,7 @@ from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.observability import MetricName, count, logger
 from webhook_pipeline.payloads import PayloadStore
 from webhook_pipeline.queue import EnvelopeQueue
-from webhook_pipeline.secrets import SecretStore
+from webhook_pipeline.secrets import SecretStore, SecretUnavailableError
 from webhook_pipeline.signatures.base import SignatureScheme
 from webhook_pipeline.sources import (
     MAX_DELIVERY_ID_LENGTH,
@@ -42,6 +43,11 @@ from webhook_pipeline.sources import (
     body_b64,
     extract,
 )
+
+# Bounds that keep an envelope within SQS's message size and its DynamoDB keys within their
+# 2048-byte limit (UTF-8 bytes, not characters).
+MAX_EVENT_TYPE_BYTES = 256
+MAX_RESOURCE_KEY_BYTES = 1024
 
 # Headers copied into every envelope when present (never signature headers).
 BASE_FORWARDED_HEADERS = ("content-type", "user-agent")
@@ -229,6 +235,11 @@ class IngestService:
         secrets = self.secrets.secrets_for(source.secret)
         try:
             verification = self.schemes[source.name].verify(request, secrets, self.clock())
+        except ConfigurationError as exc:
+            # A stored secret the scheme cannot use (e.g. a Standard Webhooks secret that is not
+            # base64): the operator must fix it; the sender retries meanwhile.
+            logger.error("source secret unusable", extra={"error": str(exc)[:200]})
+            raise SecretUnavailableError(detail="secret unusable by the scheme") from exc
         except TimestampError as exc:
             count(MetricName.TIMESTAMP_REJECTED)
             logger.info("timestamp rejected", extra={"reason": exc.reason})
@@ -259,6 +270,8 @@ class IngestService:
         if len(delivery_id) > MAX_DELIVERY_ID_LENGTH:
             raise BadDeliveryError("delivery_id_too_long")
         event_type = text(source.event_type)
+        if event_type is not None and len(event_type.encode("utf-8")) > MAX_EVENT_TYPE_BYTES:
+            raise BadDeliveryError("event_type_too_long")
         resource_key: str | None = None
         sequence: int | None = None
         if source.resource_key is not None and source.sequence is not None:
@@ -272,7 +285,10 @@ class IngestService:
                     "ordering_fields_incomplete",
                     "resource key and sequence must both be present or both absent",
                 )
-            if resource_key is not None and len(resource_key) > 1024:
+            if (
+                resource_key is not None
+                and len(resource_key.encode("utf-8")) > MAX_RESOURCE_KEY_BYTES
+            ):
                 raise BadDeliveryError("resource_key_too_long")
         return _Delivery(delivery_id, event_type, resource_key, sequence)
 

@@ -1,7 +1,7 @@
 """Processor domain: from an SQS message to an outcome, in order per resource.
 
-Outcomes (:class:`Outcome`): ``applied`` (recorded, watermark moved), ``duplicate`` (the delivery
-was already recorded), ``stale`` (older than, or equal to, the resource watermark: recorded as
+Outcomes (:class:`Outcome`): ``applied`` (recorded, watermark moved or equal), ``duplicate`` (the
+delivery was already recorded), ``stale`` (older than the resource watermark: recorded as
 stale and acknowledged), ``retry`` (transient failure: reported in ``batchItemFailures``),
 ``malformed`` (poison: reported as failed, reaches the DLQ through redrive) and ``bug`` (the store
 rejected a request as invalid: reported as failed, logged at ERROR).
@@ -431,7 +431,7 @@ class ProcessorService:
 
 def _describe(stored: StoreResult) -> str | None:
     if stored.outcome is Outcome.STALE:
-        return f"older than or equal to the resource watermark {stored.watermark}"
+        return f"older than the resource watermark {stored.watermark}"
     if stored.outcome is Outcome.DUPLICATE:
         return f"already recorded as {stored.stored_outcome or 'unknown'}"
     return None

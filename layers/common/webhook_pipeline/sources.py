@@ -37,6 +37,8 @@ from webhook_pipeline.http import WebhookRequest
 DEFAULT_SOURCES_FILE = Path(__file__).resolve().parent.parent / "sources.toml"
 MAX_DELIVERY_ID_LENGTH = 256
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Sequences are stored as DynamoDB numbers: 38 significant digits at most.
+MAX_SEQUENCE_DIGITS = 38
 SOURCE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
@@ -209,7 +211,7 @@ class ParsedBody:
             else:
                 try:
                     self._parsed = json.loads(text) if text else None
-                except ValueError:
+                except (ValueError, RecursionError):  # not JSON, or nested past the limit
                     self._parsed = None
         return self._parsed
 
@@ -253,6 +255,9 @@ def extract(location: FieldLocation, request: WebhookRequest, body: ParsedBody) 
             raise BadDeliveryError("body_not_utf8") from exc
     if raw is None or raw == "":
         return None
+    if isinstance(raw, str) and not _is_utf8_encodable(raw):
+        # JSON "\ud800" escapes decode to lone surrogates that no store can hold.
+        raise BadDeliveryError("field_not_utf8", f"{location} is not valid Unicode text")
     if location.format == "string":
         if isinstance(raw, bool) or not isinstance(raw, str | int):
             raise BadDeliveryError("field_not_scalar", f"{location} is not a string")
@@ -260,11 +265,19 @@ def extract(location: FieldLocation, request: WebhookRequest, body: ParsedBody) 
     if location.format == "int":
         if isinstance(raw, bool):
             raise BadDeliveryError("sequence_invalid")
-        if isinstance(raw, int):
+        if (
+            isinstance(raw, str)
+            and raw.isascii()
+            and raw.isdigit()
+            and len(raw) <= MAX_SEQUENCE_DIGITS
+        ):
+            raw = int(raw)
+        if isinstance(raw, int) and abs(raw) < 10**MAX_SEQUENCE_DIGITS:
             return raw
-        if isinstance(raw, str) and raw.isascii() and raw.isdigit():
-            return int(raw)
-        raise BadDeliveryError("sequence_invalid", f"{location} is not an integer")
+        raise BadDeliveryError(
+            "sequence_invalid",
+            f"{location} is not an integer of at most {MAX_SEQUENCE_DIGITS} digits",
+        )
     # iso8601
     if not isinstance(raw, str):
         raise BadDeliveryError("sequence_invalid", f"{location} is not an ISO-8601 string")
@@ -275,6 +288,14 @@ def extract(location: FieldLocation, request: WebhookRequest, body: ParsedBody) 
     if parsed.tzinfo is None:
         raise BadDeliveryError("sequence_invalid", f"{location} has no UTC offset")
     return (parsed - _EPOCH) // timedelta(microseconds=1)
+
+
+def _is_utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def body_b64(body: bytes) -> str:

@@ -8,10 +8,12 @@ Item types (see docs/data-model.md):
   sequence watermark; never expires.
 
 A delivery with a resource key is one ``TransactWriteItems``: [0] Put delivery record
-(``attribute_not_exists(pk)``), [1] Update resource item (``attribute_not_exists(#wm) OR #wm <
-:seq``). Equal sequences are stale: the watermark moves strictly forward, so each sequence value
-of a resource is applied at most once. Cancellation reasons are read by index: [0] failed ->
-duplicate, [1] failed -> stale; ``TransactionConflict``/throttling/missing reasons/5xx -> retry;
+(``attribute_not_exists(pk)``), [1] Update resource item (``attribute_not_exists(#wm) OR #wm <=
+:seq``). Only older sequences are stale: a different delivery with a sequence equal to the
+watermark is applied (ordering values with coarse resolution, such as Stripe's ``created`` in
+seconds, tie for distinct events; neither is dropped, and the watermark never moves back).
+Cancellation reasons are read by index: [0] failed -> duplicate, [1] failed -> stale;
+``TransactionConflict``/throttling/missing reasons/5xx -> retry;
 ``ValidationError`` -> :class:`StoreBugError`. A stale delivery is then recorded with a second
 conditional Put (``outcome = stale``); if that Put finds a record, the delivery is a duplicate.
 A delivery without a resource key is one conditional Put.
@@ -189,7 +191,7 @@ class DynamoDBDeliveryStore:
                             "TableName": self._table,
                             "Key": resource_key(delivery.source, delivery.resource_key),
                             "UpdateExpression": update,
-                            "ConditionExpression": "attribute_not_exists(#wm) OR #wm < :seq",
+                            "ConditionExpression": "attribute_not_exists(#wm) OR #wm <= :seq",
                             "ExpressionAttributeNames": names,
                             "ExpressionAttributeValues": resource_values,
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

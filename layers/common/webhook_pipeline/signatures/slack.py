@@ -89,7 +89,7 @@ class SlackScheme(SignatureScheme):
             return None
         try:
             doc = json.loads(request.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if isinstance(doc, dict) and doc.get("type") == "url_verification":
             challenge = doc.get("challenge")
