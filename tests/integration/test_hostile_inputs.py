@@ -728,6 +728,8 @@ def test_huge_batch_of_one_resource_out_of_order_ends_at_the_highest_sequence(
         {"max_messages": True},
         {"dry_run": "true"},
         {"rate_per_second": 0},
+        {"rate_per_second": 1e-300},
+        {"rate_per_second": 0.009},
         {"rate_per_second": -1},
         {"rate_per_second": float("nan")},
         {"rate_per_second": float("inf")},

@@ -54,6 +54,8 @@ SQS_MAX_BATCH = 10
 MAX_MESSAGES_LIMIT = 100_000
 #: Upper bound of ``rate_per_second`` (SQS standard queues take far more; this guards typos).
 MAX_RATE_PER_SECOND = 1_000.0
+#: Lower bound of ``rate_per_second``: one send per 100 s (a smaller rate would sleep for ages).
+MIN_RATE_PER_SECOND = 0.01
 #: Default safety margin before the caller's own timeout (milliseconds).
 DEFAULT_SAFETY_MARGIN_MS = 10_000
 #: At most this many entries are listed in ``would_replay`` of a dry-run report.
@@ -169,7 +171,7 @@ class ReplayRequest(BaseModel):
     dry_run : bool
         Count and list what would move; move nothing (default false).
     rate_per_second : float | None
-        At most this many sends to the main queue per second (``> 0``); ``None`` = unlimited.
+        At most this many sends to the main queue per second (0.01..1000); ``None`` = unlimited.
     filter : ReplayFilter
         Which messages to move (default: all).
     """
@@ -178,7 +180,9 @@ class ReplayRequest(BaseModel):
 
     max_messages: int = Field(default=100, ge=1, le=MAX_MESSAGES_LIMIT, strict=True)
     dry_run: bool = Field(default=False, strict=True)
-    rate_per_second: float | None = Field(default=None, gt=0, le=MAX_RATE_PER_SECOND)
+    rate_per_second: float | None = Field(
+        default=None, ge=MIN_RATE_PER_SECOND, le=MAX_RATE_PER_SECOND
+    )
     filter: ReplayFilter = Field(default_factory=ReplayFilter)
 
     @classmethod
