@@ -6,8 +6,10 @@
 2. Cold import time of functions/ingest/app.py as a ratio to a process that only imports its
    dependencies (boto3 SQS client, redis, Powertools Logger/Metrics). Target <= 1.15. Variants
    are run interleaved, side by side in one run, and compared by their medians (the machine is
-   shared and noisy: ratios, not absolute times). Measured with tracing disabled (the template's
-   default for IngestFunction) and enabled (X-Ray SDK imported and botocore patched).
+   shared and noisy: ratios, not absolute times). Measured with tracing enabled, as deployed
+   (``Tracing: Active``: botocore patched for X-Ray), and disabled; Powertools imports the X-Ray
+   SDK in both cases. ``ingest_import_and_clients`` adds building the SQS, S3 and Secrets
+   Manager clients and the Redis client (the first invocation's work), for information.
 
 Figures go to bench/results/ingest.json and are printed.
 """
@@ -213,7 +215,7 @@ def import_ratios() -> dict[str, object]:
         "runs_each": N_IMPORT_RUNS,
         "median_seconds": {k: round(v, 4) for k, v in medians.items()},
         "ratio_to_baseline": {k: round(v / base, 3) for k, v in medians.items()},
-        "target": "ingest_import_tracing_disabled <= 1.15",
+        "target": "ingest_import_tracing_enabled <= 1.15 (as deployed)",
     }
 
 
