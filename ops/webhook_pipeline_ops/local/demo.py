@@ -1,7 +1,10 @@
 """``webhook-pipeline local demo``: a short mixed scenario against the local stack.
 
 1. Start the local stack in the background unless one runs (with ``--visibility-timeout 2`` by
-   default, so a failing message reaches the DLQ in seconds).
+   default, so a failing message reaches the DLQ in seconds). A running stack whose visibility
+   timeout is the template's (390 s: the poison message would need half an hour to reach the
+   DLQ) is left alone: the demo then runs a private stack (free ports, its own state folder)
+   and stops it at the end.
 2. Send signed webhooks from several providers: new deliveries, duplicates (200), and an
    out-of-order pair on one Stripe customer (the newer event first, the older one then recorded
    as ``stale`` and not applied).
@@ -34,7 +37,11 @@ from webhook_pipeline_ops.local.stack import (
     read_ready,
     read_secrets,
     start_background,
+    stop_running,
 )
+
+# A running stack with a longer visibility timeout is not used (see step 1).
+MAX_SHARED_VISIBILITY_SECONDS = 10
 
 
 def _say(text: str) -> None:
@@ -110,6 +117,21 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.state_dir:
         os.environ[STATE_DIR_ENV] = str(args.state_dir)
     ready = read_ready()
+    private_dir = None
+    if (
+        ready is not None
+        and int(ready.get("visibility_timeout") or 30) > MAX_SHARED_VISIBILITY_SECONDS
+    ):
+        private_dir = state_dir() / "demo"
+        _say(
+            f"the running local stack (pid {ready['pid']}) has a "
+            f"{ready.get('visibility_timeout')} s "
+            "visibility timeout, so its poison message would take many minutes to reach the DLQ; "
+            f"the demo runs a private stack in {private_dir} and stops it at the end"
+        )
+        os.environ[STATE_DIR_ENV] = str(private_dir)
+        args.state_dir, args.port, args.moto_port = private_dir, 0, 0
+        ready = read_ready()  # a private stack left by an interrupted demo
     if ready is None:
         if args.visibility_timeout is None:
             args.visibility_timeout = 2
@@ -254,10 +276,14 @@ def run_demo(args: argparse.Namespace) -> int:
         "poison_replayed_and_applied": (applied or {}).get("outcome") == "applied",
     }
     _say(f"\nsummary: {json.dumps(summary)}")
-    _say(
-        f"the local stack keeps running (pid {ready['pid']}): `webhook-pipeline local stop` "
-        "stops it"
-    )
+    if private_dir is not None:
+        stop_running(private_dir)
+        _say("the demo's private stack is stopped")
+    else:
+        _say(
+            f"the local stack keeps running (pid {ready['pid']}): `webhook-pipeline local stop` "
+            "stops it"
+        )
     ok = (
         summary["new"] == len(firsts)
         and summary["duplicates_answered_200"] == 3
