@@ -167,8 +167,16 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import sys
     import time
 
+    if args.now and args.out.resolve() == DEFAULT_OUT.resolve():
+        print(
+            "webhook-pipeline events: --now writes copies that expire (300 s for signed "
+            "timestamps); give --out DIR so the committed events/ stay as they are",
+            file=sys.stderr,
+        )
+        return 2
     for path in write_events(args.out, int(time.time()) if args.now else FIXED_TIME):
         print(path)
     return 0

@@ -223,6 +223,25 @@ def plan(
 # sending
 
 
+def recorded_resource_key(planned: Planned) -> str | None:
+    """The resource key the pipeline records for ``planned`` (what ``resources get`` takes),
+    read from its body and headers with the source's own field location."""
+    from webhook_pipeline.http import WebhookRequest
+    from webhook_pipeline.sources import ParsedBody, extract
+
+    location = planned.source.resource_key
+    if location is None:
+        return None
+    request = WebhookRequest(
+        "POST",
+        planned.source.name,
+        {k.lower(): v for k, v in planned.headers.items()},
+        planned.body,
+    )
+    value = extract(location, request, ParsedBody(request))
+    return None if value is None else str(value)
+
+
 def source_url(base_url: str, source: str) -> str:
     """``BASE/webhooks/SOURCE`` (or ``base_url`` with ``{source}`` filled in)."""
     if "{source}" in base_url:
@@ -449,17 +468,19 @@ def _cmd_send(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         retries=args.retries,
     )
+    if not args.json:
+        print(f"-> {source_url(base_url, '{source}')}  sources: {', '.join(names)}")
     if args.list:
+        print(f"{'SOURCE':18} {'DELIVERY_ID':40} {'RESOURCE_KEY':36} STATUS")
         for o in summary.outcomes:
             tag = " (duplicate)" if o.planned.duplicate else ""
             print(
                 f"{o.planned.source.name:18} {o.planned.delivery_id:40} "
-                f"{o.planned.resource:24} {o.final.status}{tag}"
+                f"{recorded_resource_key(o.planned) or '-':36} {o.final.status}{tag}"
             )
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
     else:
-        print(f"-> {source_url(base_url, '{source}')}  sources: {', '.join(names)}")
         print(summary.render())
     d = summary.as_dict()
     return 0 if d["server_5xx"] == 0 and d["no_answer"] == 0 else 1
