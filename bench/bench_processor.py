@@ -32,6 +32,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the table comes from template.yaml through the tests' helper
+
+from tests.helpers import create_deliveries_table  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results" / "processor.json"
 TABLE = "bench-deliveries"
 BUCKET = "bench-payloads"
@@ -183,18 +187,7 @@ def main() -> None:
             transaction, so a growing table would time moto rather than the processor."""
             if TABLE in ddb.list_tables()["TableNames"]:
                 ddb.delete_table(TableName=TABLE)
-            ddb.create_table(
-                TableName=TABLE,
-                KeySchema=[
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-                AttributeDefinitions=[
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "S"},
-                ],
-                BillingMode="PAY_PER_REQUEST",
-            )
+            create_deliveries_table(ddb, TABLE)
 
         fresh_table()
         boto3.client("s3").create_bucket(Bucket=BUCKET)

@@ -6,7 +6,8 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.integration.ingest_harness import IngestHarness, load_function, provision
+from tests.helpers import load_function
+from tests.integration.ingest_harness import IngestHarness, provision
 
 
 @pytest.fixture

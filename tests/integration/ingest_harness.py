@@ -2,48 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
 from webhook_pipeline_ops.samples import DEV_SECRETS, dev_secret_value
 
+from tests.helpers import FakeContext
+
 ROOT = Path(__file__).resolve().parents[2]
 SECRETS_PREFIX = "webhook-pipeline/test/"
-
-
-@dataclass
-class FakeContext:
-    """The attributes of a Lambda context object the Powertools decorators read."""
-
-    function_name: str = "IngestFunction"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:IngestFunction"
-    aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 5_000
-
-
-def load_function(name: str, env: dict[str, str], monkeypatch: Any) -> Any:
-    """Import ``functions/<name>/app.py`` afresh with ``env`` set (its cold start)."""
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    module_name = f"_fn_{name}_{uuid.uuid4().hex[:8]}"
-    spec = importlib.util.spec_from_file_location(module_name, ROOT / "functions" / name / "app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(module_name, None)
-    return module
 
 
 @dataclass

@@ -18,6 +18,8 @@ from webhook_pipeline.envelope import Envelope, sha256_hex
 from webhook_pipeline_ops import aws as ops_aws
 from webhook_pipeline_ops.cli import main
 
+from tests.helpers import create_deliveries_table
+
 pytestmark = pytest.mark.integration
 
 Run = Callable[..., tuple[int, str, str]]
@@ -69,18 +71,7 @@ class Stack:
             },
         )["QueueUrl"]
         self.table = "pipeline-deliveries"
-        boto3.client("dynamodb").create_table(
-            TableName=self.table,
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        create_deliveries_table(boto3.client("dynamodb"), self.table)
 
     @property
     def urls(self) -> list[str]:

@@ -16,7 +16,6 @@ import importlib.util
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,6 +39,7 @@ from webhook_pipeline_ops.samples import (
     signed_delivery,
 )
 
+from tests.helpers import FakeContext, create_deliveries_table
 from tests.integration.ingest_harness import SECRETS_PREFIX, IngestHarness
 
 pytestmark = pytest.mark.integration
@@ -553,29 +553,14 @@ TABLE = "hostile-deliveries"
 BUCKET = "hostile-payloads"
 
 
-@dataclass
-class _Context:
-    function_name: str = "ProcessorFunction"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:ProcessorFunction"
-    aws_request_id: str = "00000000-0000-4000-8000-000000000001"
+def _Context() -> FakeContext:
+    return FakeContext(function_name="ProcessorFunction")
 
 
 @pytest.fixture
 def processor(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     ddb = boto3.client("dynamodb")
-    ddb.create_table(
-        TableName=TABLE,
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_deliveries_table(ddb, TABLE)
     boto3.client("s3").create_bucket(Bucket=BUCKET)
     for name, value in {
         "TABLE_NAME": TABLE,

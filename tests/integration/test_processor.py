@@ -32,6 +32,8 @@ from webhook_pipeline.payloads import S3PayloadStore
 from webhook_pipeline.processing import DeliveryRecord, Message, Outcome, ProcessorService
 from webhook_pipeline.store import DynamoDBDeliveryStore
 
+from tests.helpers import create_deliveries_table
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,21 +76,7 @@ def atomic_moto(monkeypatch: pytest.MonkeyPatch) -> None:
 def resources(aws: None, atomic_moto: None) -> None:
     """The DeliveriesTable (keys and TTL as in template.yaml) and the payload bucket."""
     ddb = boto3.client("dynamodb")
-    ddb.create_table(
-        TableName=TABLE,
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    ddb.update_time_to_live(
-        TableName=TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"}
-    )
+    create_deliveries_table(ddb, TABLE)
     boto3.client("s3").create_bucket(Bucket=BUCKET)
 
 

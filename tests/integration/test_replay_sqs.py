@@ -4,12 +4,9 @@ replay handler, and a replayed delivery applied once by the real processor handl
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
-import sys
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,8 @@ from botocore.exceptions import ClientError
 from webhook_pipeline.envelope import Envelope, sha256_hex
 from webhook_pipeline.replay import InvalidReplayRequestError, ReplayRequest, replay
 from webhook_pipeline.sqs_dlq import SqsDeadLetterQueue, SqsReplaySender, queue_depth
+
+from tests.helpers import FakeContext, create_deliveries_table, load_function
 
 pytestmark = pytest.mark.integration
 
@@ -307,34 +306,6 @@ def test_rate_limit_is_honoured_counted_by_sleeps(queues: Queues) -> None:
 # ------------------------------------------------------------------------- the handler
 
 
-@dataclass
-class FakeContext:
-    function_name: str = "ReplayFunction"
-    memory_limit_in_mb: int = 256
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:ReplayFunction"
-    aws_request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    remaining_ms: Callable[[], int] = lambda: 300_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms()
-
-
-def load_function(name: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Import ``functions/<name>/app.py`` afresh with ``env`` set (its cold start)."""
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    module_name = f"_fn_{name}_{uuid.uuid4().hex[:8]}"
-    spec = importlib.util.spec_from_file_location(module_name, ROOT / "functions" / name / "app.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(module_name, None)
-    return module
-
-
 @pytest.fixture
 def replay_app(queues: Queues, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     yield load_function(
@@ -426,18 +397,7 @@ def sqs_event(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture
 def processor_app(queues: Queues, monkeypatch: pytest.MonkeyPatch) -> Any:
-    boto3.client("dynamodb").create_table(
-        TableName="deliveries",
-        KeySchema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_deliveries_table(boto3.client("dynamodb"), "deliveries")
     boto3.client("s3").create_bucket(Bucket="payloads")
     return load_function(
         "processor", {"TABLE_NAME": "deliveries", "PAYLOAD_BUCKET": "payloads"}, monkeypatch
