@@ -15,6 +15,7 @@ STATE_DIR_ENV = "WEBHOOK_PIPELINE_LOCAL_DIR"
 OUTPUTS_FILE = "outputs.json"
 SECRETS_FILE = "secrets.json"
 READY_FILE = "ready"
+SAM_ENV_FILE = "sam-env.json"
 PID_FILE = "stack.pid"
 LOG_FILE = "stack.log"
 

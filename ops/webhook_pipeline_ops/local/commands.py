@@ -96,6 +96,8 @@ def background_argv(args: argparse.Namespace) -> list[str]:
         argv += ["--parameter", item]
     if args.random_secrets:
         argv.append("--random-secrets")
+    if getattr(args, "for_containers", False):
+        argv.append("--for-containers")
     if getattr(args, "verbose", False):
         argv.append("--verbose")
     return argv

@@ -295,6 +295,9 @@ class FunctionSpec:
     unresolved_environment: list[str]
     sqs_events: list[SqsEventSource]
     http_routes: list[HttpRoute]
+    #: Every variable name the template gives the function (``Globals`` merged), resolvable
+    #: locally or not, conditional ones included: the names ``sam local --env-vars`` can set.
+    declared_environment: list[str] = field(default_factory=list)
 
     @property
     def arn(self) -> str:
@@ -700,6 +703,7 @@ class Provisioner:
             unresolved_environment=unresolved,
             sqs_events=sqs_events,
             http_routes=routes,
+            declared_environment=list(variables),
         )
 
     def _resolve_or(self, value: Any, default: Any) -> Any:

@@ -7,6 +7,11 @@ Order of preference (``mode="auto"``):
    (``--save "" --appendonly no``) and stopped by its PID when the stack stops.
 3. fakeredis' TCP server in this process, with a loud warning: it is NOT a real Redis (no
    eviction, no persistence semantics, its own command implementations).
+
+``bind="0.0.0.0"`` (``local run --for-containers``) makes 2. and 3. listen on every interface so
+that Lambda containers reach them as ``host.docker.internal``; redis-server then also runs with
+``--protected-mode no`` (it would refuse non-loopback clients otherwise). The URL keeps
+``127.0.0.1`` for the host side. A given ``REDIS_URL`` is never rebound.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from typing import Literal
 log = logging.getLogger(__name__)
 
 RedisMode = Literal["auto", "server", "in-process"]
+LOOPBACK = "127.0.0.1"
 
 STANDIN_WARNING = """
 **************************************************************************************
@@ -106,22 +112,29 @@ class RedisRuntime:
 
 
 def start_redis_server(
-    binary: str, port: int | None = None, ready_timeout: float = 10.0
+    binary: str,
+    port: int | None = None,
+    ready_timeout: float = 10.0,
+    bind: str = LOOPBACK,
 ) -> RedisRuntime:
-    """Start ``redis-server`` on 127.0.0.1 with persistence off; wait until it answers PING.
+    """Start ``redis-server`` on ``bind`` with persistence off; wait until it answers PING.
 
     Raises
     ------
     RuntimeError
         It exited or did not answer within ``ready_timeout`` seconds.
     """
-    port = port or free_port()
+    port = port or free_port(bind)
     cmd = [
         binary,
         "--port",
         str(port),
         "--bind",
-        "127.0.0.1",
+        bind,
+        # Without a password redis-server refuses clients from other hosts in protected mode;
+        # only turned off when asked to listen beyond the loopback interface.
+        "--protected-mode",
+        "yes" if bind == LOOPBACK else "no",
         "--save",
         "",
         "--appendonly",
@@ -151,8 +164,8 @@ def start_redis_server(
     raise RuntimeError(f"redis-server on port {port} did not answer within {ready_timeout} s")
 
 
-def start_in_process(port: int | None = None) -> RedisRuntime:
-    """Serve fakeredis over TCP on 127.0.0.1 from a thread of this process (NOT a real Redis).
+def start_in_process(port: int | None = None, bind: str = LOOPBACK) -> RedisRuntime:
+    """Serve fakeredis over TCP on ``bind`` from a thread of this process (NOT a real Redis).
 
     Raises
     ------
@@ -166,8 +179,8 @@ def start_in_process(port: int | None = None) -> RedisRuntime:
             "no redis-server on PATH and fakeredis is not installed: install "
             "redis-server, set REDIS_URL, or pip install '.[local]'"
         ) from exc
-    port = port or free_port()
-    server = TcpFakeServer(("127.0.0.1", port), server_type="redis")
+    port = port or free_port(bind)
+    server = TcpFakeServer((bind, port), server_type="redis")
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="fake-redis", daemon=True)
     thread.start()
@@ -178,7 +191,9 @@ def start_in_process(port: int | None = None) -> RedisRuntime:
     )
 
 
-def start_redis(url: str | None = None, mode: RedisMode = "auto") -> RedisRuntime:
+def start_redis(
+    url: str | None = None, mode: RedisMode = "auto", bind: str = LOOPBACK
+) -> RedisRuntime:
     """Pick and start the stack's Redis (see the module docstring).
 
     Parameters
@@ -187,6 +202,8 @@ def start_redis(url: str | None = None, mode: RedisMode = "auto") -> RedisRuntim
         An existing Redis (``REDIS_URL``); used as is when given.
     mode : {"auto", "server", "in-process"}
         ``server`` requires redis-server; ``in-process`` forces the stand-in.
+    bind : str
+        Listen address of a Redis started here (``0.0.0.0`` for containers).
 
     Raises
     ------
@@ -199,7 +216,7 @@ def start_redis(url: str | None = None, mode: RedisMode = "auto") -> RedisRuntim
         return RedisRuntime(url=url, kind="external")
     binary = shutil.which("redis-server")
     if mode == "in-process" or (mode == "auto" and binary is None):
-        return start_in_process()
+        return start_in_process(bind=bind)
     if binary is None:
         raise RuntimeError("redis-server is not on PATH (apt-get install redis-server)")
-    return start_redis_server(binary)
+    return start_redis_server(binary, bind=bind)

@@ -6,6 +6,10 @@ functions (cold start with their template environment), the HTTP gateway and the
 Then ``.local-stack/outputs.json``, ``secrets.json`` and ``ready`` are written. SIGINT/SIGTERM
 stop everything in the reverse order (threads joined, the redis-server this stack started
 terminated by its PID) and remove ``ready``.
+
+With ``--for-containers`` the moto server and the Redis the stack starts listen on 0.0.0.0, and
+``sam-env.json`` is written: a ``sam local invoke --env-vars`` file with each function's resolved
+environment as a Lambda container must see it (loopback hosts -> ``host.docker.internal``).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import secrets as random_secrets
 import signal
 import subprocess
@@ -32,6 +37,7 @@ from webhook_pipeline_ops.local import (
     OUTPUTS_FILE,
     PID_FILE,
     READY_FILE,
+    SAM_ENV_FILE,
     SECRETS_FILE,
     project_root,
     state_dir,
@@ -51,6 +57,17 @@ FAKE_CREDENTIALS = {
     "AWS_SESSION_TOKEN": "testing",
 }
 DEFAULT_ROUTE = HttpRoute(method="POST", path="/webhooks/{source}")
+#: How a Lambda container started by ``sam local invoke`` reaches this machine (sam is run with
+#: ``--add-host host.docker.internal:host-gateway``, see samconfig.toml ``[local.*]``).
+CONTAINER_HOST = "host.docker.internal"
+ALL_INTERFACES = "0.0.0.0"  # noqa: S104 - only with --for-containers, documented as exposing
+#: Variables that name paths on this machine: a container keeps the template's value instead.
+HOST_ONLY_VARIABLES = frozenset({"SOURCES_FILE"})
+_LOOPBACK_URL = re.compile(
+    r"(?P<prefix>\b[a-z][a-z0-9+.-]*://(?:[^@/\s]*@)?)"
+    r"(?:127\.0\.0\.1|localhost|0\.0\.0\.0|\[::1\])(?=[:/?#]|$)",
+    re.IGNORECASE,
+)
 
 
 class StackError(Exception):
@@ -73,6 +90,7 @@ class Options:
     stack_name: str = "webhook-pipeline-local"
     region: str = REGION
     random_secrets: bool = False
+    for_containers: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -97,6 +115,7 @@ class Options:
             stack_name=args.stack_name,
             region=args.region,
             random_secrets=args.random_secrets,
+            for_containers=getattr(args, "for_containers", False),
         )
 
 
@@ -153,6 +172,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "--random-secrets",
         action="store_true",
         help="random signing secrets instead of the documented dev secrets",
+    )
+    parser.add_argument(
+        "--for-containers",
+        action="store_true",
+        help="backend for `sam local invoke`: the moto server and the Redis started here listen "
+        "on 0.0.0.0 (reachable from Lambda containers as host.docker.internal), and "
+        "STATE_DIR/sam-env.json is written for `sam local invoke --env-vars`. SECURITY: 0.0.0.0 "
+        "exposes the emulators (no authentication) to the machine's network; use it only for "
+        "local development on a trusted network. A --redis-url Redis is used as is and must "
+        "itself be reachable from the containers",
     )
 
 
@@ -301,7 +330,7 @@ class LocalStack:
                 f"{running.get('api_url')}); stop it with "
                 "`webhook-pipeline local stop`"
             )
-        for name in (READY_FILE, OUTPUTS_FILE):
+        for name in (READY_FILE, OUTPUTS_FILE, SAM_ENV_FILE):
             with contextlib.suppress(FileNotFoundError):
                 (self.dir / name).unlink()
         if not self.template.is_file():
@@ -313,20 +342,30 @@ class LocalStack:
             AWS_REGION=opts.region, AWS_DEFAULT_REGION=opts.region, POWERTOOLS_TRACE_DISABLED="true"
         )
 
-        self.redis = start_redis(opts.redis_url, opts.redis_mode)  # type: ignore[arg-type]
+        bind = ALL_INTERFACES if opts.for_containers else "127.0.0.1"
+        self.redis = start_redis(opts.redis_url, opts.redis_mode, bind=bind)  # type: ignore[arg-type]
         log.info("redis: %s (%s)", self.redis.url, self.redis.kind)
+        if opts.for_containers and self.redis.kind == "external":
+            log.warning(
+                "--for-containers: REDIS_URL %s is used as is (not rebound); Lambda containers "
+                "reach it only if it listens beyond 127.0.0.1 (sam-env.json names a loopback "
+                "host as host.docker.internal)",
+                self.redis.url,
+            )
 
         from webhook_pipeline_ops.local.moto_server import LocalMotoServer
 
-        self.moto = LocalMotoServer(ip_address="127.0.0.1", port=opts.moto_port, verbose=False)
+        self.moto = LocalMotoServer(ip_address=bind, port=opts.moto_port, verbose=False)
         try:
             self.moto.start()
         except OSError as exc:
             self.moto = None
             raise StackError(
-                f"moto server cannot listen on 127.0.0.1:{opts.moto_port}: {exc}"
+                f"moto server cannot listen on {bind}:{opts.moto_port}: {exc}"
             ) from exc
         host, port = self.moto.get_host_and_port()
+        if host == ALL_INTERFACES:
+            host = "127.0.0.1"  # this process talks to it over loopback; containers get the rewrite
         endpoint = f"http://{host}:{port}"
         os.environ["AWS_ENDPOINT_URL"] = endpoint
         log.info("moto server: %s", endpoint)
@@ -371,6 +410,8 @@ class LocalStack:
                     ", ".join(still),
                 )
             self.functions[logical_id] = LocalFunction(spec, base_env, opts.region)
+        if opts.for_containers:
+            _write_json(self.dir / SAM_ENV_FILE, sam_env_vars(self.functions.values()))
 
         prefix = next(
             (
@@ -442,6 +483,8 @@ class LocalStack:
                 "visibility_timeout": self._main_queue().visibility_timeout,
                 "max_receive_count": self._main_queue().max_receive_count,
                 "started_at": time.time(),
+                "for_containers": opts.for_containers,
+                **({"sam_env_file": str(self.dir / SAM_ENV_FILE)} if opts.for_containers else {}),
             },
         )
 
@@ -535,22 +578,83 @@ class LocalStack:
                 f"(batch {poller.source.batch_size}, window "
                 f"{poller.source.maximum_batching_window_seconds} s)"
             )
+        files = "outputs.json, secrets.json, ready"
+        if self.options.for_containers:
+            files += f", {SAM_ENV_FILE}"
         lines += [
-            f"  files      {self.dir}/ (outputs.json, secrets.json, ready)",
+            f"  files      {self.dir}/ ({files})",
             "",
             "  try:   webhook-pipeline send --source stripe --count 5 --duplicates 0.2",
             "         webhook-pipeline deliveries get --local SOURCE DELIVERY_ID   (any operator "
             "command with --local)",
-            "  stop:  Ctrl-C (or `webhook-pipeline local stop`)",
+        ]
+        if self.options.for_containers:
+            lines += self._sam_banner()
+        lines += ["  stop:  Ctrl-C (or `webhook-pipeline local stop`)", ""]
+        return "\n".join(lines)
+
+    def _sam_banner(self) -> list[str]:
+        """How to run ``sam local invoke`` against this stack (``--for-containers``)."""
+        env_file = self.dir / SAM_ENV_FILE
+        with contextlib.suppress(ValueError):
+            env_file = env_file.resolve().relative_to(Path.cwd())
+        region = self.options.region
+        return [
+            "",
+            "  containers: moto and Redis listen on 0.0.0.0 (reachable as "
+            f"{CONTAINER_HOST}; local development only)",
+            "  sam:   .venv/bin/sam build --config-env local",
+            "         .venv/bin/webhook-pipeline events --now --out /tmp/events",
+            "         AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing "
+            f"AWS_DEFAULT_REGION={region} \\",
+            "           .venv/bin/sam local invoke --config-env local IngestFunction "
+            f"-e /tmp/events/ingest-github.json --env-vars {env_file}",
             "",
         ]
-        return "\n".join(lines)
 
     def _sources(self) -> list[str]:
         try:
             return sorted(json.loads((self.dir / SECRETS_FILE).read_text())["sources"])
         except (OSError, ValueError, KeyError):
             return []
+
+
+# ------------------------------------------------------------------------------------------------
+# sam local invoke (--for-containers)
+
+
+def container_value(value: str) -> str:
+    """``value`` as a Lambda container must see it: loopback hosts of URLs -> host.docker.internal.
+
+    ``http://127.0.0.1:5055/123456789012/q`` -> ``http://host.docker.internal:5055/123456789012/q``;
+    ``localhost``, ``0.0.0.0`` and ``[::1]`` too, user info kept. Other values are unchanged.
+    """
+    return _LOOPBACK_URL.sub(lambda m: m["prefix"] + CONTAINER_HOST, value)
+
+
+def sam_env_vars(functions: Any) -> dict[str, dict[str, str]]:
+    """The ``sam local invoke --env-vars`` document of the running stack.
+
+    For each function (by logical id): the environment the local stack resolved for it
+    (``AWS_ENDPOINT_URL``, queue URLs, ``REDIS_URL`` with ``REDIS_CLUSTER_MODE=false``...),
+    rewritten with :func:`container_value`, restricted to the variables the template declares
+    for it (sam ignores the others) and without host paths (:data:`HOST_ONLY_VARIABLES`).
+    """
+    doc: dict[str, dict[str, str]] = {}
+    for fn in functions:
+        declared = fn.spec.declared_environment
+        if "AWS_ENDPOINT_URL" not in declared:
+            log.warning(
+                "%s: the template declares no AWS_ENDPOINT_URL, so sam local invoke cannot point "
+                "it at the local moto server (its AWS calls would go to AWS)",
+                fn.spec.logical_id,
+            )
+        doc[fn.spec.logical_id] = {
+            name: container_value(str(fn.environment[name]))
+            for name in declared
+            if name in fn.environment and name not in HOST_ONLY_VARIABLES
+        }
+    return doc
 
 
 class _Clients:
