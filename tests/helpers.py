@@ -73,3 +73,49 @@ def create_deliveries_table(client: Any, name: str) -> None:
             TableName=name,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": ttl["AttributeName"]},
         )
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie counts as gone)."""
+    import contextlib
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+def envelope_json(
+    delivery_id: str,
+    resource: str | None = "cus_1",
+    seq: int | None = 1,
+    *,
+    body: bytes | None = None,
+    event_type: str = "customer.updated",
+    **over: Any,
+) -> str:
+    """A valid Stripe envelope (inline body) as its SQS message body; ``over`` replaces fields."""
+    import base64
+    import hashlib
+
+    from webhook_pipeline.envelope import Envelope
+
+    raw = body if body is not None else json.dumps({"id": delivery_id}).encode()
+    data: dict[str, Any] = {
+        "source": "stripe",
+        "delivery_id": delivery_id,
+        "received_at": "2026-01-15T09:59:59Z",
+        "event_type": event_type,
+        "resource_key": resource,
+        "sequence": seq if resource is not None else None,
+        "body_b64": base64.b64encode(raw).decode(),
+        "body_size": len(raw),
+        "body_sha256": hashlib.sha256(raw).hexdigest(),
+    }
+    data.update(over)
+    return Envelope.model_validate(data).to_json()

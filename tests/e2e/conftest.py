@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, free_port
+from tests.helpers import pid_alive
 
 READY_TIMEOUT = 90.0
 
@@ -43,15 +44,7 @@ def wait_for(
         time.sleep(interval)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
+_alive = pid_alive
 
 
 @dataclass

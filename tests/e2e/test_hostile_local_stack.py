@@ -31,6 +31,7 @@ from webhook_pipeline_ops.samples import example_sources, signed_delivery
 
 from tests.conftest import ROOT, free_port
 from tests.e2e.conftest import LocalStack, wait_for
+from tests.helpers import pid_alive
 
 pytestmark = pytest.mark.e2e
 
@@ -47,15 +48,7 @@ def _health(url: str) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
+_alive = pid_alive
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ cancellation reasons (C10), concurrency, injected throttling, claim-check bodies
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import importlib.util
 import io
@@ -32,7 +31,7 @@ from webhook_pipeline.payloads import S3PayloadStore
 from webhook_pipeline.processing import DeliveryRecord, Message, Outcome, ProcessorService
 from webhook_pipeline.store import DynamoDBDeliveryStore
 
-from tests.helpers import create_deliveries_table
+from tests.helpers import create_deliveries_table, envelope_json
 
 pytestmark = pytest.mark.integration
 
@@ -132,28 +131,7 @@ def store(resources: None) -> DynamoDBDeliveryStore:
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def envelope(
-    delivery_id: str,
-    resource: str | None = "cus_1",
-    seq: int | None = 1,
-    body: bytes | None = None,
-    event_type: str = "customer.updated",
-    **over: Any,
-) -> str:
-    raw = body if body is not None else json.dumps({"id": delivery_id}).encode()
-    data: dict[str, Any] = {
-        "source": "stripe",
-        "delivery_id": delivery_id,
-        "received_at": "2026-01-15T09:59:59Z",
-        "event_type": event_type,
-        "resource_key": resource,
-        "sequence": seq if resource is not None else None,
-        "body_b64": base64.b64encode(raw).decode(),
-        "body_size": len(raw),
-        "body_sha256": hashlib.sha256(raw).hexdigest(),
-    }
-    data.update(over)
-    return Envelope.model_validate(data).to_json()
+envelope = envelope_json
 
 
 def sqs_record(body: str, message_id: str | None = None, receive_count: int = 1) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -33,34 +32,11 @@ from webhook_pipeline.processing import (
 )
 from webhook_pipeline.settings_processor import ProcessorSettings
 
+from tests.helpers import envelope_json
+
 pytestmark = pytest.mark.unit
 
 NOW = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
-
-
-def envelope_json(
-    delivery_id: str,
-    *,
-    resource: str | None = "cus_1",
-    seq: int | None = 1,
-    body: bytes | None = None,
-    event_type: str = "customer.updated",
-    **over: Any,
-) -> str:
-    raw = body if body is not None else json.dumps({"id": delivery_id}).encode()
-    data: dict[str, Any] = {
-        "source": "stripe",
-        "delivery_id": delivery_id,
-        "received_at": "2026-01-15T09:59:59Z",
-        "event_type": event_type,
-        "resource_key": resource,
-        "sequence": seq if resource is not None else None,
-        "body_b64": base64.b64encode(raw).decode(),
-        "body_size": len(raw),
-        "body_sha256": hashlib.sha256(raw).hexdigest(),
-    }
-    data.update(over)
-    return Envelope.model_validate(data).to_json()
 
 
 def msg(mid: str, body: str, receive_count: int = 1) -> Message:
