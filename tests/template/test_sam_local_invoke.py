@@ -17,6 +17,10 @@ the GitHub development secret there, writes an env-vars file derived from
   ``events/ingest-bad-signature.json`` -> 401, with exactly one message on the queue;
 - ProcessorFunction with ``events/sqs-new-delivery.json`` -> ``{"batchItemFailures": []}`` and
   ``events/sqs-malformed.json`` -> exactly its two poison ``messageId`` values.
+
+And the documented path: ``webhook-pipeline local run --for-containers`` (free gateway port, its
+own redis-server, stopped by its PID) as the backend, with its ``sam-env.json`` as ``--env-vars``:
+ingest 202 then 200, processor ``{"batchItemFailures": []}``, replay a complete dry-run report.
 """
 
 from __future__ import annotations
@@ -386,3 +390,93 @@ def test_processor_reports_exactly_the_failed_message_ids(invoke: Any) -> None:
             {"itemIdentifier": records[1]["messageId"]},
         ]
     }
+
+
+# ------------------------------------------------------------------------------ the local stack
+
+
+@pytest.fixture(scope="module")
+def for_containers_stack(
+    docker: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """``webhook-pipeline local run --for-containers`` on free ports; stopped by its PID."""
+    state = tmp_path_factory.mktemp("for-containers")
+    script = VENV_BIN / "webhook-pipeline"
+    command = (
+        [str(script)] if script.exists() else [sys.executable, "-m", "webhook_pipeline_ops.cli"]
+    )
+    command += ["local", "run", "--for-containers", "--port", "0", "--state-dir", str(state)]
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
+    with (state / "stack.log").open("wb") as log_file:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 90
+        ready: dict[str, Any] | None = None
+        while ready is None:
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"local stack did not start:\n{(state / 'stack.log').read_text()}")
+            try:
+                ready = json.loads((state / "ready").read_text())
+            except (OSError, ValueError):
+                time.sleep(0.1)
+        yield {**ready, "state_dir": state}
+    finally:
+        _stop(process)
+
+
+def test_ingest_against_the_local_stack_as_backend(
+    built_template: Path, for_containers_stack: dict[str, Any], tmp_path: Path
+) -> None:
+    # Given the local stack's sam-env.json and a GitHub event signed with its secret
+    events = tmp_path / "events"
+    subprocess.run(
+        [str(VENV_BIN / "webhook-pipeline"), "events", "--now", "--out", str(events)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+
+    def invoke(function: str, event: Path) -> dict[str, Any]:
+        result = subprocess.run(
+            [
+                _sam(),
+                "local",
+                "invoke",
+                function,
+                "--template",
+                str(built_template),
+                "--event",
+                str(event),
+                "--invoke-image",
+                IMAGE,
+                "--skip-pull-image",
+                "--add-host",
+                f"{CONTAINER_HOST}:host-gateway",
+                "--env-vars",
+                for_containers_stack["sam_env_file"],
+                "--parameter-overrides",
+                "Architecture=x86_64",
+            ],
+            cwd=ROOT,
+            env=_sam_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        lines = [x for x in result.stdout.splitlines() if x.strip()]
+        assert result.returncode == 0 and lines, f"{result.stdout}\n{result.stderr}"
+        return dict(json.loads(lines[-1]))
+
+    # When the ingest function runs twice in the container, then 202 and 200 duplicate
+    assert invoke("IngestFunction", events / "ingest-github.json")["statusCode"] == 202
+    assert invoke("IngestFunction", events / "ingest-github.json")["statusCode"] == 200
+    # And the processor and the replay function reach the stack's table and queues
+    assert invoke("ProcessorFunction", ROOT / "events" / "sqs-new-delivery.json") == {
+        "batchItemFailures": []
+    }
+    report = invoke("ReplayFunction", ROOT / "events" / "replay-dry-run.json")
+    assert report["dry_run"] is True and report["complete"] is True, report
