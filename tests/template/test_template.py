@@ -635,11 +635,24 @@ def test_processor_and_ingest_alarms(alarms: dict[str, dict[str, Any]]) -> None:
     assert _find(alarms, "AWS/ApiGateway", "5xx", ApiId={"Ref": "WebhookApi"})
 
 
-def test_pipeline_metric_alarms_use_the_ingest_service_dimension(
+PROCESSOR_METRICS = {
+    "Applied",
+    "Duplicate",
+    "Stale",
+    "Retry",
+    "Malformed",
+    "ProcessorBug",
+    "HookFailed",
+    "HookCompleted",
+}
+
+
+def test_pipeline_metric_alarms_use_the_emitting_function_service_dimension(
     alarms: dict[str, dict[str, Any]], template: dict[str, Any]
 ) -> None:
     # Powertools Metrics adds the dimension service=POWERTOOLS_SERVICE_NAME to every metric.
     service = env(template, "IngestFunction")["POWERTOOLS_SERVICE_NAME"]
+    processor_service = env(template, "ProcessorFunction")["POWERTOOLS_SERVICE_NAME"]
     assert _find(alarms, "WebhookPipeline", "SignatureInvalid", service=service)
     anomaly = _find(alarms, "WebhookPipeline", "DuplicateDiscarded", service=service)
     assert anomaly
@@ -649,9 +662,19 @@ def test_pipeline_metric_alarms_use_the_ingest_service_dimension(
     assert alarm["ThresholdMetricId"] == band["Id"]
     assert alarm["ComparisonOperator"] == "GreaterThanUpperThreshold"
     for alarm in alarms.values():
-        for namespace, _metric, dims in _alarm_metrics(alarm):
+        for namespace, metric, dims in _alarm_metrics(alarm):
             if namespace == "WebhookPipeline":
-                assert dims == {"service": service}
+                emitter = processor_service if metric in PROCESSOR_METRICS else service
+                assert dims == {"service": emitter}, metric
+
+
+def test_processor_record_failures_alarm_although_the_batch_succeeds(
+    alarms: dict[str, dict[str, Any]], template: dict[str, Any]
+) -> None:
+    # A partial batch response never raises, so Lambda's Errors metric misses failed records.
+    service = env(template, "ProcessorFunction")["POWERTOOLS_SERVICE_NAME"]
+    for metric in ("Malformed", "ProcessorBug", "HookFailed"):
+        assert _find(alarms, "WebhookPipeline", metric, service=service), metric
 
 
 def test_alarm_and_dashboard_metric_names_are_the_package_metric_names(
