@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, m
 
 from webhook_pipeline.errors import MalformedEnvelopeError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1  # the only version this code reads and writes
 
 
 class BodyPointer(BaseModel):
@@ -66,7 +66,7 @@ class Envelope(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1] = SCHEMA_VERSION
     source: str = Field(min_length=1, max_length=64)
     delivery_id: str = Field(min_length=1, max_length=256)
     received_at: datetime
