@@ -185,7 +185,6 @@ def run_demo(args: argparse.Namespace) -> int:
         return get_delivery(aws, p.source.name, p.delivery_id)
 
     # -- 1. several providers, with duplicates ----------------------------------------------
-    _say("\n== 1. new deliveries from six providers, then their duplicates")
     customer = f"cus_demo_{run}"
     firsts = [
         planned("stripe", customer, now - 60, "customer.created"),
@@ -196,6 +195,8 @@ def run_demo(args: argparse.Namespace) -> int:
         planned("shopify", f"ord_{run}", now - 10, "orders/updated"),
         planned("generic-hmac", f"thing_{run}", 1),
     ]
+    n_sources = len({p.source.name for p in firsts})
+    _say(f"\n== 1. {len(firsts)} new deliveries from {n_sources} sources, then duplicates")
     first = send(firsts, "new")
     dups = send([firsts[1], firsts[3], firsts[6]], "duplicates (same delivery id and body)")
     # -- 2. out of order ---------------------------------------------------------------------
