@@ -44,9 +44,6 @@ def wait_for(
         time.sleep(interval)
 
 
-_alive = pid_alive
-
-
 @dataclass
 class LocalStack:
     """The running stack: its URLs, outputs, secrets, and the operator CLI against it."""
@@ -115,40 +112,28 @@ def _health(url: str) -> bool:
         return False
 
 
-@pytest.fixture(scope="session")
-def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    """``webhook-pipeline local run`` in a subprocess for the session; stopped by PID."""
-    state = tmp_path_factory.mktemp("local-stack")
-    port, moto_port = free_port(), free_port()
+@contextlib.contextmanager
+def running_local_stack(state: Path, *options: str) -> Iterator[LocalStack]:
+    """Run ``webhook-pipeline local run --state-dir STATE OPTIONS`` as a subprocess.
+
+    Waits for readiness by polling (``/health`` and the ``ready`` file), yields the stack, then
+    stops the process by its PID and checks that the redis-server it started is gone and its
+    ``ready`` file removed. ``REDIS_URL`` and ``AWS_ENDPOINT_URL`` are not passed on, so the
+    stack starts its own Redis (unless ``--redis-url`` is among the options).
+    """
     script = Path(sys.executable).parent / "webhook-pipeline"
     command = (
         [str(script)] if script.exists() else [sys.executable, "-m", "webhook_pipeline_ops.cli"]
     )
-    command += [
-        "local",
-        "run",
-        "--port",
-        str(port),
-        "--moto-port",
-        str(moto_port),
-        "--visibility-timeout",
-        "2",
-        "--parameter",
-        "MaxReceiveCount=2",
-        "--state-dir",
-        str(state),
-    ]
+    command += ["local", "run", "--state-dir", str(state), *options]
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
     env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
-    log_file = (state / "stack.log").open("wb")
-    process = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
+    log_path = state / "stack.log"
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(  # the stack writes its log file itself from here on
+            command, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
     stack: LocalStack | None = None
     try:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -157,7 +142,7 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
             if process.poll() is not None:
                 pytest.fail(
                     f"local stack exited with {process.returncode}:\n"
-                    f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}"
+                    f"{log_path.read_text(errors='replace')[-4000:]}"
                 )
             with contextlib.suppress(OSError, ValueError):
                 ready = json.loads((state / "ready").read_text())
@@ -167,7 +152,7 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
         else:
             pytest.fail(
                 f"local stack not ready within {READY_TIMEOUT:.0f} s:\n"
-                f"{(state / 'stack.log').read_text(errors='replace')[-4000:]}"
+                f"{log_path.read_text(errors='replace')[-4000:]}"
             )
         assert ready is not None and ready["pid"] == process.pid
         stack = LocalStack(
@@ -191,14 +176,17 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        log_file.close()
     # Clean stop: the redis-server it started is gone and the ready file removed.
-    if stack is not None:
-        redis_pid = stack.ready.get("redis_pid")
-        if redis_pid:
-            wait_for(
-                lambda: not _alive(int(redis_pid)),
-                timeout=10,
-                what=f"redis-server {redis_pid} to stop",
-            )
-        assert not (state / "ready").exists()
+    redis_pid = stack.ready.get("redis_pid") if stack is not None else None
+    if redis_pid:
+        wait_for(lambda: not pid_alive(int(redis_pid)), timeout=30, what="its redis-server to stop")
+    assert not (state / "ready").exists(), log_path.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """``webhook-pipeline local run`` in a subprocess for the session; stopped by PID."""
+    options = ["--port", str(free_port()), "--moto-port", str(free_port()),
+               "--visibility-timeout", "2", "--parameter", "MaxReceiveCount=2"]  # fmt: skip
+    with running_local_stack(tmp_path_factory.mktemp("local-stack"), *options) as stack:
+        yield stack

@@ -9,15 +9,10 @@ would).
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -29,90 +24,23 @@ import pytest
 import requests
 from webhook_pipeline_ops.samples import example_sources, signed_delivery
 
-from tests.conftest import ROOT, free_port
-from tests.e2e.conftest import LocalStack, wait_for
+from tests.conftest import free_port
+from tests.e2e.conftest import LocalStack, running_local_stack, wait_for
 from tests.helpers import pid_alive
 
 pytestmark = pytest.mark.e2e
 
 SOURCES = example_sources()
-READY_TIMEOUT = 90.0
 RECORD_TIMEOUT = 60.0
-
-
-def _health(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
-
-
-_alive = pid_alive
 
 
 @pytest.fixture(scope="module")
 def private_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """``webhook-pipeline local run`` with its own redis-server, for this module only."""
-    state = tmp_path_factory.mktemp("hostile-local-stack")
-    script = Path(sys.executable).parent / "webhook-pipeline"
-    command = (
-        [str(script)] if script.exists() else [sys.executable, "-m", "webhook_pipeline_ops.cli"]
-    )
-    command += [
-        "local",
-        "run",
-        "--port",
-        str(free_port()),
-        "--moto-port",
-        str(free_port()),
-        "--visibility-timeout",
-        "5",
-        "--state-dir",
-        str(state),
-    ]
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
-    env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
-    log_file = (state / "stack.log").open("wb")
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        ready: dict[str, Any] | None = None
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                pytest.fail(f"local stack exited with {process.returncode}")
-            with contextlib.suppress(OSError, ValueError):
-                ready = json.loads((state / "ready").read_text())
-            if ready and _health(ready["health_url"]):
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("private local stack not ready in time")
-        assert ready is not None and ready["pid"] == process.pid
-        yield LocalStack(
-            process=process,
-            state_dir=state,
-            ready=ready,
-            outputs=json.loads((state / "outputs.json").read_text()),
-            secrets={
-                name: entry["secret"]
-                for name, entry in json.loads((state / "secrets.json").read_text())[
-                    "sources"
-                ].items()
-            },
-        )
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        log_file.close()
+    options = ["--port", str(free_port()), "--moto-port", str(free_port()),
+               "--visibility-timeout", "5"]  # fmt: skip
+    with running_local_stack(tmp_path_factory.mktemp("hostile-local-stack"), *options) as stack:
+        yield stack
 
 
 def post(stack: LocalStack, source: str, delivery: Any) -> int:
@@ -211,7 +139,7 @@ def test_redis_killed_mid_burst_every_unique_delivery_recorded_once(
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(fire, plan))
     assert killed.is_set()
-    wait_for(lambda: not _alive(int(redis_pid)), timeout=10, what="redis-server gone")
+    wait_for(lambda: not pid_alive(int(redis_pid)), timeout=10, what="redis-server gone")
     every_status = [code for seen in results for code in seen]
     assert set(every_status) <= {200, 202, 503}, Counter(every_status)
     assert all(seen[-1] in (200, 202) for seen in results)

@@ -17,14 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,23 +27,16 @@ from urllib.parse import urlsplit
 import boto3
 import pytest
 
-from tests.conftest import ROOT
-from tests.e2e.conftest import LocalStack, wait_for
+from tests.conftest import ROOT, free_port
+from tests.e2e.conftest import LocalStack, running_local_stack
 
 pytestmark = pytest.mark.e2e
 
-READY_TIMEOUT = 90.0
 CONTAINER_HOST = "host.docker.internal"
 URL_VARIABLES = ("AWS_ENDPOINT_URL", "QUEUE_URL", "DLQ_URL", "REDIS_URL")
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return int(s.getsockname()[1])
 
 
 def _listening_addresses(port: int) -> set[str]:
@@ -82,34 +68,24 @@ def _declared_environment() -> dict[str, set[str]]:
     }
 
 
-def _health(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=1) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
-
-
 @dataclass
 class ContainerStack:
-    process: subprocess.Popen[bytes]
-    state_dir: Path
-    ready: dict[str, Any]
-    outputs: dict[str, Any]
+    stack: LocalStack
     sam_env: dict[str, dict[str, str]]
     moto_port: int
     redis_port: int
+
+    @property
+    def ready(self) -> dict[str, Any]:
+        return self.stack.ready
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        return self.stack.outputs
+
+    @property
+    def state_dir(self) -> Path:
+        return self.stack.state_dir
 
 
 def _redis_modes() -> list[str]:
@@ -125,76 +101,16 @@ def container_stack(
 ) -> Iterator[ContainerStack]:
     """``local run --for-containers`` in a subprocess on free ports; stopped by its PID."""
     state = tmp_path_factory.mktemp(f"for-containers-{request.param}")
-    port, moto_port = _free_port(), _free_port()
-    script = Path(sys.executable).parent / "webhook-pipeline"
-    command = (
-        [str(script)] if script.exists() else [sys.executable, "-m", "webhook_pipeline_ops.cli"]
-    )
-    command += [
-        "local",
-        "run",
-        "--for-containers",
-        "--port",
-        str(port),
-        "--moto-port",
-        str(moto_port),
-        "--redis",
-        request.param,
-        "--state-dir",
-        str(state),
-    ]
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
-    env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
-    log_path = state / "stack.log"
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            stdout=log_file,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    ready: dict[str, Any] | None = None
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                pytest.fail(
-                    f"local stack exited with {process.returncode}:\n"
-                    f"{log_path.read_text(errors='replace')[-4000:]}"
-                )
-            with contextlib.suppress(OSError, ValueError):
-                ready = json.loads((state / "ready").read_text())
-            if ready and _health(ready["health_url"]):
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail(
-                f"local stack not ready within {READY_TIMEOUT:.0f} s:\n"
-                f"{log_path.read_text(errors='replace')[-4000:]}"
-            )
-        assert ready is not None and ready["pid"] == process.pid
+    moto_port = free_port()
+    options = ["--for-containers", "--port", str(free_port()), "--moto-port", str(moto_port),
+               "--redis", request.param]  # fmt: skip
+    with running_local_stack(state, *options) as stack:
         yield ContainerStack(
-            process=process,
-            state_dir=state,
-            ready=ready,
-            outputs=json.loads((state / "outputs.json").read_text()),
+            stack=stack,
             sam_env=json.loads((state / "sam-env.json").read_text()),
             moto_port=moto_port,
-            redis_port=int(urlsplit(ready["redis_url"]).port or 0),
+            redis_port=int(urlsplit(stack.ready["redis_url"]).port or 0),
         )
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-    redis_pid = (ready or {}).get("redis_pid")
-    if redis_pid:
-        wait_for(lambda: not _alive(int(redis_pid)), timeout=10, what="redis-server to stop")
 
 
 def _to_container(url: str) -> str:
