@@ -5,10 +5,13 @@ the peek does add one to each message's receive count. Bodies (which may hold pe
 shown only with ``--show-body``. SQS does not return messages oldest first: a peek of N shows some
 N messages, not the N oldest.
 
-``reason`` is derived, since SQS's redrive records none: ``malformed envelope`` for a body that
-is not a valid envelope (the processor can never apply it; ``--json`` adds the parse error as
-``detail``), otherwise ``retries exhausted`` (with the replay count if it already came back
-from a replay); the processor's log lines for the delivery id give the error itself.
+``reason``: SQS's redrive records none, so the processor keeps a failure note per message id
+for failures retries do not fix (malformed envelope, a request DynamoDB rejects, a failing
+hook), and the peek shows it when the deliveries table is known (``--stack``, ``--local`` or
+``--table``). Without a note: ``malformed envelope`` for a body that is not a valid envelope
+(``--json`` adds the parse error as ``detail``), otherwise ``retries exhausted`` (transient
+errors such as throttling; with the replay count if it already came back from a replay); the
+processor's log lines for the delivery id give the error itself.
 """
 
 from __future__ import annotations
@@ -46,8 +49,16 @@ def register(subparsers: Any) -> None:
     peek.set_defaults(func=run_peek)
 
 
-def describe(message: DlqMessage, show_body: bool, now: datetime | None = None) -> dict[str, Any]:
-    """One DLQ message as a row: who, what, why, how old (and the body when asked)."""
+def describe(
+    message: DlqMessage,
+    show_body: bool,
+    now: datetime | None = None,
+    failure: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One DLQ message as a row: who, what, why, how old (and the body when asked).
+
+    ``failure`` is the processor's failure note of the message id, when there is one.
+    """
     now = now or datetime.now(UTC)
     row: dict[str, Any] = {
         "message_id": message.message_id,
@@ -73,6 +84,10 @@ def describe(message: DlqMessage, show_body: bool, now: datetime | None = None) 
         row["reason"] = "retries exhausted" + (
             f" (after {envelope.replay_count} replay(s))" if envelope.replay_count else ""
         )
+    if failure is not None:  # the table shows the start; --json the whole note
+        note = f"{failure.get('outcome')}: {failure.get('reason')}"
+        row["reason"] = note if len(note) <= 80 else note[:77] + "..."
+        row["failure"] = failure
     row["age"] = human_age(row["age_seconds"])
     if show_body:
         row["body"] = message.body
@@ -91,7 +106,15 @@ def run_peek(args: argparse.Namespace) -> int:
         raise OpsError("--max must be at least 1", exit_code=2)
     aws = Aws(args)
     dlq = SqsDeadLetterQueue(aws.client("sqs"), aws.resources.require("dlq_url"))
-    rows = [describe(m, args.show_body) for m in dlq.peek(args.max)]
+    store = None
+    if aws.resources.table:
+        from webhook_pipeline.store import DynamoDBDeliveryStore
+
+        store = DynamoDBDeliveryStore(aws.client("dynamodb"), aws.resources.table)
+    rows = [
+        describe(m, args.show_body, failure=store.get_failure(m.message_id) if store else None)
+        for m in dlq.peek(args.max)
+    ]
     if args.json:
         print_json(rows)
         return 0

@@ -272,8 +272,12 @@ def test_poison_message_reaches_the_dlq_and_is_applied_once_after_replay(
         messages = doc["messages"] if isinstance(doc, dict) else doc
         return [m for m in messages if event_id in json.dumps(m)]
 
-    wait_for(in_dlq, timeout=60, interval=0.5, what="the poison message in the DLQ")
+    [dead] = wait_for(in_dlq, timeout=60, interval=0.5, what="the poison message in the DLQ")
     assert local_stack.delivery("stripe", event_id) is None
+    # ... with the processor's reason, not only "retries exhausted" (invariant I5)
+    assert dead["reason"].startswith("malformed: "), dead
+    assert "claim-check" in dead["failure"]["reason"] or "body" in dead["failure"]["reason"]
+    assert dead["failure"]["delivery_id"] == event_id
 
     # When the cause is fixed (body restored) and the DLQ replayed through the operator CLI
     local_stack.client("s3").put_object(

@@ -21,6 +21,7 @@ from webhook_pipeline.errors import (
 from webhook_pipeline.hooks import HookEvent, HookRegistry, load_hooks_module
 from webhook_pipeline.processing import (
     DeliveryRecord,
+    FailureNote,
     HookState,
     Message,
     Outcome,
@@ -51,6 +52,7 @@ class MemoryStore:
     watermarks: dict[tuple[str, str], int] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     fail_with: dict[str, Exception] = field(default_factory=dict)
+    failures: dict[str, FailureNote] = field(default_factory=dict)
 
     def record(self, delivery: DeliveryRecord) -> StoreResult:
         self.calls.append(f"record {delivery.delivery_id}")
@@ -79,6 +81,12 @@ class MemoryStore:
     def mark_hook_done(self, source: str, delivery_id: str) -> None:
         self.calls.append(f"hook_done {delivery_id}")
         self.deliveries[(source, delivery_id)]["hook_state"] = HookState.DONE
+
+    def record_failure(self, note: FailureNote) -> None:
+        self.calls.append(f"failure {note.message_id}")
+        if "failure-note" in self.fail_with:
+            raise self.fail_with["failure-note"]
+        self.failures[note.message_id] = note
 
 
 class MemoryPayloads:
@@ -364,6 +372,59 @@ def test_hook_failure_is_retry_and_redelivery_runs_only_the_hook() -> None:
         "hook_state": HookState.DONE,
     }
     assert store.watermarks == {("stripe", "cus_1"): 3}
+
+
+def test_failures_retries_do_not_fix_are_noted_by_message_id_and_transient_ones_are_not() -> None:
+    # Given a batch with a malformed message, a rejected write, a failing hook and a throttle
+    def failing(event: HookEvent) -> None:
+        raise RuntimeError("crm down")
+
+    hooks = HookRegistry()
+    hooks.register("stripe", "invoice.paid", failing)
+    store = MemoryStore(
+        fail_with={
+            "evt_bug": StoreBugError("ValidationException"),
+            "evt_slow": TransientError("ThrottlingException"),
+        }
+    )
+    service = make_service(store, hooks)
+    batch = [
+        msg("m-bad", "not an envelope", receive_count=3),
+        msg("m-bug", envelope_json("evt_bug", resource="cus_b")),
+        msg("m-hook", envelope_json("evt_hook", resource="cus_h", event_type="invoice.paid")),
+        msg("m-slow", envelope_json("evt_slow", resource="cus_s")),
+        msg("m-ok", envelope_json("evt_ok", resource="cus_o")),
+    ]
+    # When it is processed
+    results = service.process_batch(batch)
+    # Then exactly the three non-transient failures carry a note, with their reasons
+    assert set(store.failures) == {"m-bad", "m-bug", "m-hook"}
+    bad, bug, hook = store.failures["m-bad"], store.failures["m-bug"], store.failures["m-hook"]
+    assert (bad.outcome, bad.receive_count, bad.source, bad.delivery_id) == (
+        Outcome.MALFORMED,
+        3,
+        None,
+        None,
+    )
+    assert "not a valid envelope" in bad.reason
+    assert (bug.outcome, bug.delivery_id) == (Outcome.BUG, "evt_bug")
+    assert "ValidationException" in bug.reason
+    assert (hook.outcome, hook.source) == (Outcome.RETRY, "stripe")
+    assert "crm down" in hook.reason
+    assert bad.failed_at == NOW
+    assert results["m-slow"].outcome is Outcome.RETRY
+    assert results["m-ok"].outcome is Outcome.APPLIED
+
+
+def test_a_failure_note_that_cannot_be_written_changes_no_outcome() -> None:
+    store = MemoryStore(fail_with={"failure-note": TransientError("ThrottlingException")})
+    service = make_service(store)
+    results = service.process_batch(
+        [msg("m-bad", "garbage"), msg("m-ok", envelope_json("evt_ok", resource="cus_o"))]
+    )
+    assert results["m-bad"].outcome is Outcome.MALFORMED
+    assert results["m-ok"].outcome is Outcome.APPLIED
+    assert store.failures == {}
 
 
 def test_hook_registry_exact_event_type_wins_and_rejects_double_registration() -> None:

@@ -36,6 +36,7 @@ from webhook_pipeline.errors import (
     TransientError,
 )
 from webhook_pipeline.hooks import HookEvent, HookRegistry
+from webhook_pipeline.observability import logger
 
 
 class Outcome(StrEnum):
@@ -168,6 +169,45 @@ class DeliveryStore(Protocol):
     def mark_hook_done(self, source: str, delivery_id: str) -> None:
         """Set the delivery record's ``hook_state`` to ``done`` (idempotent)."""
         ...
+
+    def record_failure(self, note: FailureNote) -> None:
+        """Keep why a message failed, keyed by its SQS message id (which redrive preserves).
+
+        Raises
+        ------
+        TransientError, StoreBugError
+            As :meth:`record`; the caller treats the note as best effort.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class FailureNote:
+    """Why a message failed in a way retries will not fix: what ``dlq peek`` shows as its reason.
+
+    Attributes
+    ----------
+    message_id : str
+        SQS message id (kept when SQS moves the message to the DLQ).
+    outcome : Outcome
+        ``MALFORMED``, ``BUG`` or ``RETRY`` (a failing hook).
+    reason : str
+        The error, short (no body content).
+    receive_count : int
+        The receive on which it failed.
+    source, delivery_id : str | None
+        When the envelope could be parsed.
+    failed_at : datetime
+        When (UTC).
+    """
+
+    message_id: str
+    outcome: Outcome
+    reason: str
+    receive_count: int
+    failed_at: datetime
+    source: str | None = None
+    delivery_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -338,7 +378,37 @@ class ProcessorService:
             group_results = self._executor.map(self._process_group, groups)
         for group in group_results:
             results.update((r.message_id, r) for r in group)
+        self._note_failures(messages, results)
         return results
+
+    def _note_failures(self, messages: Sequence[Message], results: dict[str, RecordResult]) -> None:
+        """Record why each non-transient failure failed, so the DLQ can show it (invariant I5).
+
+        Transient retries (throttling, conflicts) are not noted: they usually succeed, and a
+        write per retry would add load to a throttled table. Best effort: a note that cannot be
+        written is logged, never turned into a failure of its own.
+        """
+        receive_counts = {m.message_id: m.receive_count for m in messages}
+        for result in results.values():
+            if not (result.outcome in (Outcome.MALFORMED, Outcome.BUG) or result.hook == "failed"):
+                continue
+            env = result.envelope
+            note = FailureNote(
+                message_id=result.message_id,
+                outcome=result.outcome,
+                reason=(result.reason or result.outcome.value)[:1000],
+                receive_count=receive_counts.get(result.message_id, 1),
+                failed_at=self._clock(),
+                source=env.source if env else None,
+                delivery_id=env.delivery_id if env else None,
+            )
+            try:
+                self._store.record_failure(note)
+            except (TransientError, StoreBugError) as exc:
+                logger.warning(
+                    "failure note not written",
+                    extra={"message_id": note.message_id, "error": str(exc)[:200]},
+                )
 
     def process_message(self, message: Message) -> RecordResult:
         """Process one message on the calling thread (parse, then :meth:`process`)."""

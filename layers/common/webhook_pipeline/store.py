@@ -6,6 +6,9 @@ Item types (see docs/data-model.md):
   with ``attribute_not_exists(pk)``; expires by TTL (``expires_at``, epoch seconds).
 * resource item: ``pk = "RESOURCE#<source>#<resource_key>"``, ``sk = "RESOURCE"``; holds the
   sequence watermark; never expires.
+* failure note: ``pk = "FAILURE#<sqs message id>"``, ``sk = "FAILURE"``; why a message failed
+  in a way retries do not fix (malformed, rejected request, failing hook); the DLQ keeps the
+  message id, so ``dlq peek`` shows the reason; expires after 14 days (the DLQ's retention).
 
 A delivery with a resource key is one ``TransactWriteItems``: [0] Put delivery record
 (``attribute_not_exists(pk)``), [1] Update resource item (``attribute_not_exists(#wm) OR #wm <=
@@ -21,15 +24,25 @@ A delivery without a resource key is one conditional Put.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook_pipeline.errors import StoreBugError, TransientError
-from webhook_pipeline.processing import DeliveryRecord, HookState, Outcome, StoreResult
+from webhook_pipeline.processing import (
+    DeliveryRecord,
+    FailureNote,
+    HookState,
+    Outcome,
+    StoreResult,
+)
 
 DELIVERY_SK = "DELIVERY"
 RESOURCE_SK = "RESOURCE"
+FAILURE_SK = "FAILURE"
+# Failure notes live as long as a message can stay in the DLQ (its retention, 14 days).
+FAILURE_NOTE_TTL = timedelta(days=14)
 WATERMARK = "watermark"
 
 # Cancellation reason codes (per TransactItems index) and error codes that a later attempt may
@@ -60,6 +73,11 @@ _TRANSIENT_ERRORS = frozenset(
 def delivery_key(source: str, delivery_id: str) -> dict[str, dict[str, str]]:
     """Primary key of the delivery record of (source, delivery id)."""
     return {"pk": {"S": f"DELIVERY#{source}#{delivery_id}"}, "sk": {"S": DELIVERY_SK}}
+
+
+def failure_key(message_id: str) -> dict[str, dict[str, str]]:
+    """Primary key of the failure note of an SQS message id."""
+    return {"pk": {"S": f"FAILURE#{message_id}"}, "sk": {"S": FAILURE_SK}}
 
 
 def resource_key(source: str, key: str) -> dict[str, dict[str, str]]:
@@ -251,7 +269,39 @@ class DynamoDBDeliveryStore:
         )
         return StoreResult(outcome, hook_state=hook_state, watermark=watermark)
 
+    def record_failure(self, note: FailureNote) -> None:
+        """Write (or overwrite) the failure note of ``note.message_id``; expires after 14 days.
+
+        Raises
+        ------
+        TransientError
+            Throttling, timeouts, 5xx.
+        StoreBugError
+            The request was rejected as invalid.
+        """
+        item: dict[str, Any] = {
+            **failure_key(note.message_id),
+            "type": {"S": "failure"},
+            "outcome": {"S": note.outcome.value},
+            "reason": {"S": note.reason},
+            "receive_count": {"N": str(note.receive_count)},
+            "failed_at": {"S": note.failed_at.isoformat()},
+            "expires_at": {"N": str(int((note.failed_at + FAILURE_NOTE_TTL).timestamp()))},
+        }
+        if note.source is not None and note.delivery_id is not None:
+            item |= {"source": {"S": note.source}, "delivery_id": {"S": note.delivery_id}}
+        try:
+            self._client.put_item(TableName=self._table, Item=item)
+        except ClientError as exc:
+            raise _classify(exc) from exc
+        except BotoCoreError as exc:
+            raise TransientError(f"DynamoDB PutItem failed: {type(exc).__name__}") from exc
+
     # -- reads (operators, tests) -------------------------------------------------------------
+
+    def get_failure(self, message_id: str) -> dict[str, Any] | None:
+        """The failure note of an SQS message id, or ``None``."""
+        return self._get(failure_key(message_id))
 
     def get_delivery(self, source: str, delivery_id: str) -> dict[str, Any] | None:
         """The delivery record as plain Python values, or ``None`` (strongly consistent)."""
