@@ -300,44 +300,45 @@ def built_template(docker: None, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return out / "build" / "template.yaml"
 
 
+def sam_local_invoke(
+    template: Path, function: str, event: Path, env_vars: Path | str, overrides: str
+) -> dict[str, Any]:
+    """``sam local invoke FUNCTION`` in the offline image; the function's JSON result."""
+    result = subprocess.run(
+        [
+            _sam(), "local", "invoke", function,
+            "--template", str(template),
+            "--event", str(event),
+            "--invoke-image", IMAGE, "--skip-pull-image",
+            "--add-host", f"{CONTAINER_HOST}:host-gateway",
+            "--env-vars", str(env_vars),
+            "--parameter-overrides", overrides,
+        ],
+        cwd=ROOT,
+        env=_sam_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )  # fmt: skip
+    lines = [x for x in result.stdout.splitlines() if x.strip()]
+    assert result.returncode == 0 and lines, (
+        f"sam local invoke {function} failed:\n{result.stdout}\n{result.stderr}"
+    )
+    try:
+        return dict(json.loads(lines[-1]))
+    except ValueError:
+        pytest.fail(f"{function} did not return JSON:\n{result.stdout}\n{result.stderr}")
+
+
 @pytest.fixture(scope="module")
 def invoke(built_template: Path, env_vars_file: Path, aws_resources: dict[str, str]) -> Any:
+    overrides = f"Architecture=x86_64 LocalEndpointUrl={aws_resources['endpoint']}"
+
     def run(function: str, event: str) -> dict[str, Any]:
-        result = subprocess.run(
-            [
-                _sam(),
-                "local",
-                "invoke",
-                function,
-                "--template",
-                str(built_template),
-                "--event",
-                str(ROOT / "events" / event),
-                "--invoke-image",
-                IMAGE,
-                "--skip-pull-image",
-                "--add-host",
-                f"{CONTAINER_HOST}:host-gateway",
-                "--env-vars",
-                str(env_vars_file),
-                "--parameter-overrides",
-                f"Architecture=x86_64 LocalEndpointUrl={aws_resources['endpoint']}",
-            ],
-            cwd=ROOT,
-            env=_sam_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
+        return sam_local_invoke(
+            built_template, function, ROOT / "events" / event, env_vars_file, overrides
         )
-        lines = [x for x in result.stdout.splitlines() if x.strip()]
-        assert result.returncode == 0 and lines, (
-            f"sam local invoke {function} failed:\n{result.stdout}\n{result.stderr}"
-        )
-        try:
-            return dict(json.loads(lines[-1]))
-        except ValueError:
-            pytest.fail(f"{function} did not return JSON:\n{result.stdout}\n{result.stderr}")
 
     return run
 
@@ -440,36 +441,10 @@ def test_ingest_against_the_local_stack_as_backend(
     )
 
     def invoke(function: str, event: Path) -> dict[str, Any]:
-        result = subprocess.run(
-            [
-                _sam(),
-                "local",
-                "invoke",
-                function,
-                "--template",
-                str(built_template),
-                "--event",
-                str(event),
-                "--invoke-image",
-                IMAGE,
-                "--skip-pull-image",
-                "--add-host",
-                f"{CONTAINER_HOST}:host-gateway",
-                "--env-vars",
-                for_containers_stack["sam_env_file"],
-                "--parameter-overrides",
-                "Architecture=x86_64",
-            ],
-            cwd=ROOT,
-            env=_sam_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        lines = [x for x in result.stdout.splitlines() if x.strip()]
-        assert result.returncode == 0 and lines, f"{result.stdout}\n{result.stderr}"
-        return dict(json.loads(lines[-1]))
+        return sam_local_invoke(
+            built_template, function, event, for_containers_stack["sam_env_file"],
+            "Architecture=x86_64",
+        )  # fmt: skip
 
     # When the ingest function runs twice in the container, then 202 and 200 duplicate
     assert invoke("IngestFunction", events / "ingest-github.json")["statusCode"] == 202
