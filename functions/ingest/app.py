@@ -13,39 +13,33 @@ import json
 import time
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.config import Config
+from webhook_pipeline.adapters.clients import aws_client
+from webhook_pipeline.adapters.redis_gate import RedisGate, redis_client
+from webhook_pipeline.adapters.s3 import S3PayloadStore
+from webhook_pipeline.adapters.secrets_manager import SecretsManagerStore
+from webhook_pipeline.adapters.sqs import SqsQueue
 from webhook_pipeline.errors import IngestError
-from webhook_pipeline.gate import CircuitBreaker, RedisGate, redis_client
 from webhook_pipeline.http import request_from_event
-from webhook_pipeline.ingest import IngestPolicy, IngestResult, IngestService
+from webhook_pipeline.ingest.claims import CircuitBreaker
+from webhook_pipeline.ingest.service import IngestPolicy, IngestResult, IngestService
 from webhook_pipeline.observability import MetricName, MetricUnit, logger, metrics, tracer
-from webhook_pipeline.payloads import S3PayloadStore
-from webhook_pipeline.queue import SqsQueue
-from webhook_pipeline.secrets import SecretsManagerStore
 from webhook_pipeline.settings import IngestSettings
 from webhook_pipeline.signatures import SCHEMES, build_scheme
 from webhook_pipeline.sources import load_sources
 
-settings = IngestSettings()  # type: ignore[call-arg]  # from the environment; fails the init if invalid
+settings = IngestSettings.load()  # from the environment; fails the init if invalid
 SOURCES = load_sources(settings.sources_file, known_schemes=set(SCHEMES))
 SCHEME_BY_SOURCE = {
     name: build_scheme(src.scheme, src.scheme_options, src.tolerance_seconds)
     for name, src in SOURCES.items()
 }
 
-# Short timeouts: the sender is waiting. Standard retry mode retries throttling and 5xx.
-AWS_CONFIG = Config(
-    connect_timeout=1, read_timeout=2, retries={"mode": "standard", "max_attempts": 3}
-)
-
 
 @functools.cache
 def service() -> IngestService:
     """The wired use case, built once per container on first use."""
-    session = boto3.session.Session()
     gate = RedisGate(
         client_factory=functools.partial(
             redis_client,
@@ -60,17 +54,15 @@ def service() -> IngestService:
         schemes=SCHEME_BY_SOURCE,
         secrets=SecretsManagerStore(
             prefix=settings.secrets_prefix,
-            provider=SecretsProvider(
-                boto3_client=session.client("secretsmanager", config=AWS_CONFIG)
-            ),
+            provider=SecretsProvider(boto3_client=aws_client("secretsmanager", settings)),
             max_age_seconds=settings.secrets_max_age_seconds,
         ),
         gate=gate,
-        queue=SqsQueue(session.client("sqs", config=AWS_CONFIG), settings.queue_url),
-        payloads=S3PayloadStore(session.client("s3", config=AWS_CONFIG), settings.payload_bucket),
+        queue=SqsQueue(aws_client("sqs", settings), settings.queue_url),
+        payloads=S3PayloadStore(aws_client("s3", settings), settings.payload_bucket),
         policy=IngestPolicy(
             claim_ttl_seconds=settings.claim_ttl_seconds,
-            dedup_ttl_seconds=settings.dedup_ttl_seconds,
+            dedup_ttl_seconds=settings.dedup_ttl_max_seconds,
             max_body_bytes=settings.max_body_bytes,
             inline_body_max_bytes=settings.inline_body_max_bytes,
             fail_open=settings.gate_fail_mode == "open",

@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
@@ -21,12 +20,14 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from webhook_pipeline.adapters.clients import aws_client
+from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
+from webhook_pipeline.adapters.s3 import S3PayloadStore
 from webhook_pipeline.hooks import load_hooks_module, registry
 from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
-from webhook_pipeline.payloads import S3PayloadStore
-from webhook_pipeline.processing import Message, Outcome, ProcessorService, RecordResult
-from webhook_pipeline.settings_processor import ProcessorSettings
-from webhook_pipeline.store import DynamoDBDeliveryStore
+from webhook_pipeline.process.model import Message, Outcome, RecordResult
+from webhook_pipeline.process.service import ProcessorService
+from webhook_pipeline.settings import ProcessorSettings
 
 # Cold start: invalid configuration or an unimportable HOOKS_MODULE fails the init loudly.
 settings = ProcessorSettings.load()
@@ -48,13 +49,13 @@ _METRIC = {
 @functools.cache
 def dynamodb_client() -> Any:
     """DynamoDB client: created once per container (timeouts, standard retries)."""
-    return boto3.client("dynamodb", config=settings.botocore_config())
+    return aws_client("dynamodb", settings)
 
 
 @functools.cache
 def s3_client() -> Any:
     """S3 client: created once per container (timeouts, standard retries)."""
-    return boto3.client("s3", config=settings.botocore_config())
+    return aws_client("s3", settings)
 
 
 @functools.cache

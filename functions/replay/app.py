@@ -33,59 +33,14 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from botocore.config import Config
-from pydantic import Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
-from webhook_pipeline.errors import ConfigurationError
+from webhook_pipeline.adapters.clients import aws_client
+from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender
+from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
-from webhook_pipeline.replay import (
-    InvalidReplayRequestError,
-    MessageResult,
-    ReplayRequest,
-    replay,
-)
-from webhook_pipeline.sqs_dlq import SqsDeadLetterQueue, SqsReplaySender
-
-
-class ReplaySettings(BaseSettings):
-    """Environment of ReplayFunction (names are the upper-case field names).
-
-    Attributes
-    ----------
-    queue_url : str
-        ``QUEUE_URL``: the main queue replays are sent to.
-    dlq_url : str
-        ``DLQ_URL``: the dead-letter queue replays are read from.
-    safety_margin_ms : int
-        Milliseconds kept before the function timeout (1000..300000, default 10000).
-    receive_wait_seconds : int
-        Long-poll wait of each DLQ receive in seconds (0..20, default 1).
-    aws_connect_timeout_seconds, aws_read_timeout_seconds : float
-        botocore timeouts in seconds (read must exceed ``receive_wait_seconds``).
-    aws_max_attempts : int
-        botocore ``standard`` retry mode total attempts per request.
-    """
-
-    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
-
-    queue_url: str = Field(min_length=1)
-    dlq_url: str = Field(min_length=1)
-    safety_margin_ms: int = Field(default=10_000, ge=1_000, le=300_000)
-    receive_wait_seconds: int = Field(default=1, ge=0, le=20)
-    aws_connect_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
-    aws_read_timeout_seconds: float = Field(default=30.0, gt=0, le=60)
-    aws_max_attempts: int = Field(default=3, ge=1, le=10)
-
-    @classmethod
-    def load(cls) -> ReplaySettings:
-        """Read and validate the environment (raises :class:`ConfigurationError`)."""
-        try:
-            return cls()  # type: ignore[call-arg]
-        except ValidationError as exc:
-            raise ConfigurationError(f"replay settings are invalid:\n{exc}") from exc
-
+from webhook_pipeline.replay.request import ReplayRequest
+from webhook_pipeline.replay.run import MessageResult, replay
+from webhook_pipeline.settings import ReplaySettings
 
 settings = ReplaySettings.load()
 
@@ -93,14 +48,7 @@ settings = ReplaySettings.load()
 @cache
 def sqs_client() -> Any:
     """The SQS client, created once per container with explicit timeouts and retries."""
-    return boto3.client(
-        "sqs",
-        config=Config(
-            connect_timeout=settings.aws_connect_timeout_seconds,
-            read_timeout=settings.aws_read_timeout_seconds,
-            retries={"mode": "standard", "max_attempts": settings.aws_max_attempts},
-        ),
-    )
+    return aws_client("sqs", settings)
 
 
 def _log_message(result: MessageResult) -> None:

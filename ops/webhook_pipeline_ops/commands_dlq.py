@@ -22,10 +22,10 @@ import binascii
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError
-from webhook_pipeline.replay import DlqMessage
-from webhook_pipeline.sqs_dlq import SqsDeadLetterQueue
+from webhook_pipeline.replay.ports import DlqMessage
 
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import human_age, print_json, print_table
@@ -108,7 +108,7 @@ def run_peek(args: argparse.Namespace) -> int:
     dlq = SqsDeadLetterQueue(aws.client("sqs"), aws.resources.require("dlq_url"))
     store = None
     if aws.resources.table:
-        from webhook_pipeline.store import DynamoDBDeliveryStore
+        from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 
         store = DynamoDBDeliveryStore(aws.client("dynamodb"), aws.resources.table)
     rows = [

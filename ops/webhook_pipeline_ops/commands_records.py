@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
 
 
 def _store(aws: Aws) -> Any:
-    from webhook_pipeline.store import DynamoDBDeliveryStore
+    from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 
     return DynamoDBDeliveryStore(aws.client("dynamodb"), aws.resources.require("table"))
 

@@ -17,14 +17,10 @@ import time
 from typing import Any
 
 from botocore.config import Config
-from webhook_pipeline.replay import (
-    InvalidReplayRequestError,
-    MessageResult,
-    ReplayRequest,
-    replay,
-    summary,
-)
-from webhook_pipeline.sqs_dlq import SqsDeadLetterQueue, SqsReplaySender
+from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender
+from webhook_pipeline.errors import InvalidReplayRequestError
+from webhook_pipeline.replay.request import ReplayRequest
+from webhook_pipeline.replay.run import MessageResult, replay, summary
 
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import Progress, print_json, print_table

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 import redis
+from webhook_pipeline.adapters.redis_gate import RedisGate, redis_client
 from webhook_pipeline.errors import GateUnavailableError
-from webhook_pipeline.gate import ClaimOutcome, RedisGate, gate_key, redis_client
+from webhook_pipeline.ingest.claims import ClaimOutcome, gate_key
 from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
 
 from tests.conftest import free_port

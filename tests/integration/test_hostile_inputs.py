@@ -25,10 +25,10 @@ import pytest
 import redis
 from botocore.exceptions import ClientError
 from webhook_pipeline.envelope import Envelope
-from webhook_pipeline.errors import GateUnavailableError
-from webhook_pipeline.gate import gate_key
+from webhook_pipeline.errors import GateUnavailableError, InvalidReplayRequestError
 from webhook_pipeline.hooks import registry
-from webhook_pipeline.replay import InvalidReplayRequestError, ReplayRequest
+from webhook_pipeline.ingest.claims import gate_key
+from webhook_pipeline.replay.request import ReplayRequest
 from webhook_pipeline.signatures.base import hmac_digest
 from webhook_pipeline_ops.samples import (
     DEV_SECRETS,

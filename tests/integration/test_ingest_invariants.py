@@ -13,7 +13,8 @@ import botocore.client
 import pytest
 import redis
 from botocore.exceptions import ClientError
-from webhook_pipeline.gate import ClaimOutcome, RedisGate, gate_key
+from webhook_pipeline.adapters.redis_gate import RedisGate
+from webhook_pipeline.ingest.claims import ClaimOutcome, gate_key
 from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
 
 from tests.integration.ingest_harness import IngestHarness

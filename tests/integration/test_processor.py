@@ -23,13 +23,14 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 from moto.dynamodb.models import DynamoDBBackend
+from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
+from webhook_pipeline.adapters.s3 import S3PayloadStore
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.hooks import HookRegistry, registry
 from webhook_pipeline.observability import logger
-from webhook_pipeline.payloads import S3PayloadStore
-from webhook_pipeline.processing import DeliveryRecord, Message, Outcome, ProcessorService
-from webhook_pipeline.store import DynamoDBDeliveryStore
+from webhook_pipeline.process.model import DeliveryRecord, Message, Outcome
+from webhook_pipeline.process.service import ProcessorService
 
 from tests.helpers import create_deliveries_table, envelope_json
 

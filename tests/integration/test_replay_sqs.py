@@ -14,9 +14,11 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender, queue_depth
 from webhook_pipeline.envelope import Envelope, sha256_hex
-from webhook_pipeline.replay import InvalidReplayRequestError, ReplayRequest, replay
-from webhook_pipeline.sqs_dlq import SqsDeadLetterQueue, SqsReplaySender, queue_depth
+from webhook_pipeline.errors import InvalidReplayRequestError
+from webhook_pipeline.replay.request import ReplayRequest
+from webhook_pipeline.replay.run import replay
 
 from tests.helpers import FakeContext, create_deliveries_table, load_function
 
@@ -407,7 +409,7 @@ def processor_app(queues: Queues, monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_replayed_delivery_is_applied_once_even_when_replayed_twice(
     queues: Queues, processor_app: Any
 ) -> None:
-    from webhook_pipeline.store import DynamoDBDeliveryStore
+    from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 
     store = DynamoDBDeliveryStore(boto3.client("dynamodb"), "deliveries")
     original = envelope("evt_1", resource_key="in_1", sequence=100)

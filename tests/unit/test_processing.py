@@ -19,19 +19,16 @@ from webhook_pipeline.errors import (
     TransientError,
 )
 from webhook_pipeline.hooks import HookEvent, HookRegistry, load_hooks_module
-from webhook_pipeline.processing import (
+from webhook_pipeline.process.model import (
     DeliveryRecord,
     FailureNote,
     HookState,
     Message,
     Outcome,
-    ProcessorService,
     StoreResult,
-    attempt_token,
-    load_body,
-    plan,
 )
-from webhook_pipeline.settings_processor import ProcessorSettings
+from webhook_pipeline.process.service import ProcessorService, attempt_token, load_body, plan
+from webhook_pipeline.settings import ProcessorSettings
 
 from tests.helpers import envelope_json
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
+from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 from webhook_pipeline.errors import StoreBugError, TransientError
-from webhook_pipeline.processing import DeliveryRecord, HookState, Outcome
-from webhook_pipeline.store import DynamoDBDeliveryStore
+from webhook_pipeline.process.model import DeliveryRecord, HookState, Outcome
 
 pytestmark = pytest.mark.unit
 

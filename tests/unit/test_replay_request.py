@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 from webhook_pipeline.envelope import Envelope, sha256_hex
-from webhook_pipeline.replay import InvalidReplayRequestError, ReplayFilter, ReplayRequest
+from webhook_pipeline.errors import InvalidReplayRequestError
+from webhook_pipeline.replay.request import ReplayFilter, ReplayRequest
 
 pytestmark = pytest.mark.unit
 

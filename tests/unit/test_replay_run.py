@@ -14,15 +14,11 @@ from typing import Any
 
 import pytest
 from webhook_pipeline.envelope import Envelope, sha256_hex
-from webhook_pipeline.replay import (
-    MAX_IDLE_RECEIVES,
-    DlqMessage,
-    MessageResult,
-    QueueOperationError,
-    RateLimiter,
-    ReplayRequest,
-    replay,
-)
+from webhook_pipeline.errors import QueueOperationError
+from webhook_pipeline.replay.ports import DlqMessage
+from webhook_pipeline.replay.rate import RateLimiter
+from webhook_pipeline.replay.request import ReplayRequest
+from webhook_pipeline.replay.run import MAX_IDLE_RECEIVES, MessageResult, replay
 
 pytestmark = pytest.mark.unit
 

@@ -109,3 +109,48 @@ class PayloadUnavailableError(TransientError):
 
 class HookError(TransientError):
     """A user hook raised; the delivery stays recorded and only the hook runs again on retry."""
+
+
+# -- ingest answers ----------------------------------------------------------------
+
+
+class DeliveryInFlightError(IngestError):
+    """Another request holds a pending claim on this delivery: 503, retry later (I1)."""
+
+    status = 503
+    reason = "delivery_in_flight"
+
+
+class MethodNotAllowedError(IngestError):
+    """A ``GET`` to a source whose scheme has no subscription handshake: 405."""
+
+    status = 405
+    reason = "method_not_allowed"
+
+
+class GateClosedError(IngestError):
+    """Redis is unavailable and the gate is configured to fail closed: 503."""
+
+    status = 503
+    reason = "gate_unavailable"
+
+
+class SecretUnavailableError(IngestError):
+    """The secret could not be read (missing, throttled, timeout): 503, the sender retries."""
+
+    status = 503
+    reason = "secret_unavailable"
+
+
+# -- replay ------------------------------------------------------------------------
+
+
+class InvalidReplayRequestError(PipelineError):
+    """The replay request is not valid (unknown keys, negative numbers, an empty time range...).
+
+    The message lists every problem as ``field: reason``, one per ``;``.
+    """
+
+
+class QueueOperationError(PipelineError):
+    """A queue call failed (the adapters translate their client errors into this)."""

@@ -1,23 +1,87 @@
-"""Settings of the ingest function, read from the environment once at cold start.
+"""Settings of the three functions, read from the environment once at cold start.
 
-A missing or invalid variable fails the init with pydantic's validation error naming it; nothing
-falls back to a silent default for a resource name, URL or region.
+One pattern for all: a pydantic-settings class per function (:class:`IngestSettings`,
+:class:`ProcessorSettings`, :class:`ReplaySettings`) sharing :class:`AwsClientSettings` (botocore
+timeouts and retries), each read with ``load()``, which raises :class:`ConfigurationError` naming
+every invalid or missing variable. Nothing falls back to a silent default for a resource name, URL
+or region. AWS clients are built from these settings only, by
+:func:`webhook_pipeline.adapters.clients.aws_client`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal, Self
 
-from pydantic import Field, model_validator
+from botocore.config import Config
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-# SQS accepts 262,144-byte messages; base64 inflates a body by 4/3 and the envelope adds headers.
-SQS_MESSAGE_LIMIT_BYTES = 262_144
+from webhook_pipeline.errors import ConfigurationError
+
 MAX_INLINE_BODY_BYTES = 180_000
+#: botocore ``standard`` retry mode: the n-th retry waits at most ``min(2 ** (n - 1), 20)``
+#: seconds for a throttling error (``botocore/retries/standard.py``, ``ExponentialBackoff``).
+BOTOCORE_MAX_BACKOFF_SECONDS = 20.0
 
 
-class IngestSettings(BaseSettings):
+def worst_backoff_seconds(max_attempts: int) -> float:
+    """Longest total sleep of botocore's ``standard`` retries over ``max_attempts`` attempts."""
+    return sum(min(2.0 ** (n - 1), BOTOCORE_MAX_BACKOFF_SECONDS) for n in range(1, max_attempts))
+
+
+class _Settings(BaseSettings):
+    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+
+    @classmethod
+    def load(cls) -> Self:
+        """Read and validate the environment.
+
+        Raises
+        ------
+        ConfigurationError
+            A required variable is missing or a value is out of range (pydantic's message
+            names each one).
+        """
+        try:
+            return cls()
+        except ValidationError as exc:
+            raise ConfigurationError(f"{cls.__name__} are invalid:\n{exc}") from exc
+
+
+class AwsClientSettings(_Settings):
+    """botocore client settings shared by every function.
+
+    Attributes
+    ----------
+    aws_connect_timeout_seconds, aws_read_timeout_seconds : float
+        ``AWS_CONNECT_TIMEOUT_SECONDS``, ``AWS_READ_TIMEOUT_SECONDS``: socket timeouts, seconds.
+    aws_max_attempts : int
+        ``AWS_MAX_ATTEMPTS``: total attempts per request in botocore's ``standard`` retry mode
+        (not ``adaptive``: no client-side rate limiting).
+    """
+
+    aws_connect_timeout_seconds: float = Field(default=2.0, gt=0, le=30)
+    aws_read_timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+    aws_max_attempts: int = Field(default=3, ge=1, le=10)
+
+    def botocore_config(self, max_pool_connections: int = 10) -> Config:
+        """The botocore configuration of every client of this function."""
+        return Config(
+            connect_timeout=self.aws_connect_timeout_seconds,
+            read_timeout=self.aws_read_timeout_seconds,
+            retries={"mode": "standard", "max_attempts": self.aws_max_attempts},
+            max_pool_connections=max_pool_connections,
+        )
+
+    def worst_call_seconds(self) -> float:
+        """Longest one AWS call can take: every attempt times out on read, with the longest
+        backoffs between them (seconds)."""
+        per_attempt = self.aws_connect_timeout_seconds + self.aws_read_timeout_seconds
+        return self.aws_max_attempts * per_attempt + worst_backoff_seconds(self.aws_max_attempts)
+
+
+class IngestSettings(AwsClientSettings):
     """Environment of IngestFunction (names are the upper-case field names).
 
     Attributes
@@ -27,7 +91,8 @@ class IngestSettings(BaseSettings):
     payload_bucket : str
         S3 bucket for claim-check bodies.
     secrets_prefix : str
-        Prefix of the sources' Secrets Manager names (``webhook-pipeline/<stack>/``).
+        Prefix of the sources' Secrets Manager names (``webhook-pipeline/<stack>/``); must end
+        with ``/`` (a prefix without it would also match another stack's secrets).
     redis_url : str
         ``redis://`` or ``rediss://`` URL of the gate.
     redis_cluster_mode : bool
@@ -36,8 +101,9 @@ class IngestSettings(BaseSettings):
         Redis unavailable: enqueue without the gate (open, default) or answer 503 (closed).
     claim_ttl_seconds : int
         TTL of a pending claim in seconds (about the ingest timeout).
-    dedup_ttl_seconds : int
-        TTL of a done claim in seconds: the senders' retry horizon (default 3 days, Stripe's).
+    dedup_ttl_max_seconds : int
+        Upper bound of a done claim's TTL in seconds. Each source keeps its done claims for its
+        provider's retry horizon (or its own ``dedup_ttl_seconds``), capped by this.
     redis_connect_timeout_ms, redis_read_timeout_ms : int
         Redis socket timeouts in milliseconds.
     gate_cooldown_seconds : float
@@ -47,25 +113,33 @@ class IngestSettings(BaseSettings):
     inline_body_max_bytes : int
         Larger bodies go to S3 (claim check); must stay under the SQS message limit.
     retry_after_seconds : int
-        ``Retry-After`` of 503 answers.
+        ``Retry-After`` of 503 answers, seconds.
     secrets_max_age_seconds : int
-        Cache lifetime of secret values.
+        Cache lifetime of secret values, seconds.
     sources_file : Path | None
         Sources file; default ``sources.toml`` next to the package.
+    provider_modules : str
+        Comma-separated dotted names of extra provider modules to import (your own providers).
     redis_key_prefix : str
         Prefix of gate keys.
+    ingest_time_budget_ms : int
+        ``INGEST_TIME_BUDGET_MS``: the longest one request may take, below the function's
+        timeout (the template passes ``Timeout`` minus one second). The worst case of the AWS
+        and Redis calls on a request's path (:meth:`worst_case_seconds`) must fit in it, so
+        the function answers 503 and releases its claim before Lambda stops it.
+    aws_connect_timeout_seconds, aws_read_timeout_seconds, aws_max_attempts
+        As :class:`AwsClientSettings`, with tighter defaults (0.25 s, 0.75 s, 1 attempt): the
+        sender is waiting and retries a 503 itself.
     """
-
-    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
 
     queue_url: str = Field(min_length=1)
     payload_bucket: str = Field(min_length=1)
-    secrets_prefix: str
+    secrets_prefix: str = Field(pattern=r"^$|/$")
     redis_url: str = Field(pattern=r"^rediss?://")
     redis_cluster_mode: bool = False
     gate_fail_mode: Literal["open", "closed"] = "open"
     claim_ttl_seconds: int = Field(default=30, ge=1, le=900)
-    dedup_ttl_seconds: int = Field(default=259_200, ge=60, le=30 * 86_400)
+    dedup_ttl_max_seconds: int = Field(default=30 * 86_400, ge=60, le=90 * 86_400)
     redis_connect_timeout_ms: int = Field(default=200, ge=10, le=5_000)
     redis_read_timeout_ms: int = Field(default=200, ge=10, le=5_000)
     gate_cooldown_seconds: float = Field(default=2.0, ge=0, le=300)
@@ -74,10 +148,107 @@ class IngestSettings(BaseSettings):
     retry_after_seconds: int = Field(default=5, ge=1, le=3_600)
     secrets_max_age_seconds: int = Field(default=300, ge=0, le=86_400)
     sources_file: Path | None = None
+    provider_modules: str = ""
     redis_key_prefix: str = "whd:"
+    ingest_time_budget_ms: int = Field(default=4_000, ge=100, le=29_000)
+    aws_connect_timeout_seconds: float = Field(default=0.25, gt=0, le=30)
+    aws_read_timeout_seconds: float = Field(default=0.75, gt=0, le=60)
+    aws_max_attempts: int = Field(default=1, ge=1, le=10)
+
+    #: AWS calls one request can make one after the other: the secret (on a cache miss), the
+    #: claim-check body (S3, large bodies only) and the envelope (SQS).
+    SEQUENTIAL_AWS_CALLS: ClassVar[int] = 3
+    #: Redis commands one request can make one after the other: the claim, then the confirm or
+    #: the release.
+    SEQUENTIAL_REDIS_COMMANDS: ClassVar[int] = 2
 
     @model_validator(mode="after")
-    def _ttls(self) -> IngestSettings:
-        if self.dedup_ttl_seconds <= self.claim_ttl_seconds:
-            raise ValueError("DEDUP_TTL_SECONDS must exceed CLAIM_TTL_SECONDS")
+    def _consistent(self) -> IngestSettings:
+        if self.dedup_ttl_max_seconds <= self.claim_ttl_seconds:
+            raise ValueError("DEDUP_TTL_MAX_SECONDS must exceed CLAIM_TTL_SECONDS")
+        worst = self.worst_case_seconds()
+        if worst * 1000 > self.ingest_time_budget_ms:
+            raise ValueError(
+                f"the worst case of one request ({worst:.2f} s: {self.SEQUENTIAL_AWS_CALLS} AWS "
+                f"calls of {self.aws_max_attempts} attempt(s) x (connect "
+                f"{self.aws_connect_timeout_seconds} s + read {self.aws_read_timeout_seconds} s) "
+                f"plus backoff, and {self.SEQUENTIAL_REDIS_COMMANDS} Redis commands) exceeds "
+                f"INGEST_TIME_BUDGET_MS={self.ingest_time_budget_ms}: lower the timeouts or "
+                "attempts"
+            )
+        return self
+
+    def worst_case_seconds(self) -> float:
+        """Longest one ingest request can take on its AWS and Redis calls (seconds)."""
+        redis = (self.redis_connect_timeout_ms + self.redis_read_timeout_ms) / 1000
+        return (
+            self.SEQUENTIAL_AWS_CALLS * self.worst_call_seconds()
+            + self.SEQUENTIAL_REDIS_COMMANDS * redis
+        )
+
+    def extra_provider_modules(self) -> list[str]:
+        """``PROVIDER_MODULES`` as a list of dotted module names."""
+        return [m.strip() for m in self.provider_modules.split(",") if m.strip()]
+
+
+class ProcessorSettings(AwsClientSettings):
+    """Environment of the processor function.
+
+    Attributes
+    ----------
+    table_name : str
+        ``TABLE_NAME``: the DynamoDB table of delivery records and resource watermarks.
+    payload_bucket : str
+        ``PAYLOAD_BUCKET``: the S3 bucket of claim-check bodies.
+    delivery_retention_days : int
+        ``DELIVERY_RETENTION_DAYS`` (days, 1..3650, default 30): delivery records expire by TTL
+        this long after they are written. Must exceed how long a delivery can still arrive
+        (sender retries, queue + DLQ retention, replay window), or an expired delivery could be
+        recorded again.
+    max_workers : int
+        ``MAX_WORKERS`` (1..64, default 10): threads writing the records of one batch.
+    hooks_module : str | None
+        ``HOOKS_MODULE``: dotted name of a module that registers user hooks on import
+        (see :mod:`webhook_pipeline.hooks`); unset means no hooks.
+    """
+
+    table_name: str = Field(min_length=3, max_length=255)
+    payload_bucket: str = Field(min_length=3, max_length=63)
+    delivery_retention_days: int = Field(default=30, ge=1, le=3650)
+    max_workers: int = Field(default=10, ge=1, le=64)
+    hooks_module: str | None = None
+
+    def botocore_config(self, max_pool_connections: int = 0) -> Config:
+        """As :meth:`AwsClientSettings.botocore_config`, with a connection pool at least as large
+        as the worker pool."""
+        return super().botocore_config(max(10, self.max_workers, max_pool_connections))
+
+
+class ReplaySettings(AwsClientSettings):
+    """Environment of ReplayFunction.
+
+    Attributes
+    ----------
+    queue_url : str
+        ``QUEUE_URL``: the main queue replays are sent to.
+    dlq_url : str
+        ``DLQ_URL``: the dead-letter queue replays are read from.
+    safety_margin_ms : int
+        Milliseconds kept before the function timeout (1000..300000, default 10000).
+    receive_wait_seconds : int
+        Long-poll wait of each DLQ receive in seconds (0..20, default 1).
+    aws_read_timeout_seconds : float
+        Default 30 s; must exceed ``receive_wait_seconds``.
+    """
+
+    queue_url: str = Field(min_length=1)
+    dlq_url: str = Field(min_length=1)
+    safety_margin_ms: int = Field(default=10_000, ge=1_000, le=300_000)
+    receive_wait_seconds: int = Field(default=1, ge=0, le=20)
+    aws_read_timeout_seconds: float = Field(default=30.0, gt=0, le=60)
+
+    @model_validator(mode="after")
+    def _read_outlasts_poll(self) -> ReplaySettings:
+        if self.aws_read_timeout_seconds <= self.receive_wait_seconds:
+            raise ValueError("AWS_READ_TIMEOUT_SECONDS must exceed RECEIVE_WAIT_SECONDS")
         return self

@@ -8,12 +8,15 @@ the caller: the replay function's handler or the operator CLI.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from webhook_pipeline.replay import DlqMessage, QueueOperationError
+from webhook_pipeline.envelope import Envelope
+from webhook_pipeline.errors import QueueOperationError
+from webhook_pipeline.replay.ports import DlqMessage
 
 #: Queue attributes whose sum is the approximate depth (visible + in flight + delayed).
 DEPTH_ATTRIBUTES = (
@@ -163,8 +166,39 @@ def queue_depth(client: Any, queue_url: str) -> int | None:
 
 __all__ = [
     "SqsDeadLetterQueue",
+    "SqsQueue",
     "SqsReplaySender",
     "queue_attributes",
     "queue_depth",
     "to_dlq_message",
 ]
+
+
+@dataclass
+class SqsQueue:
+    """:class:`EnvelopeQueue` on an SQS queue URL with a boto3 SQS client.
+
+    Each envelope is one ``SendMessage`` whose body is the envelope JSON; ``source`` and
+    ``delivery_id`` are also message attributes so operators can look without parsing bodies.
+    """
+
+    client: Any
+    queue_url: str
+
+    def send(self, envelope: Envelope) -> str:
+        """Send ``envelope``; return the SQS ``MessageId``.
+
+        Raises
+        ------
+        botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError
+            Whatever SQS or the network raised (throttling, 5xx, timeouts after retries).
+        """
+        response = self.client.send_message(
+            QueueUrl=self.queue_url,
+            MessageBody=envelope.to_json(),
+            MessageAttributes={
+                "source": {"DataType": "String", "StringValue": envelope.source},
+                "delivery_id": {"DataType": "String", "StringValue": envelope.delivery_id},
+            },
+        )
+        return str(response["MessageId"])

@@ -28,17 +28,11 @@ Commands per webhook
 
 from __future__ import annotations
 
-import enum
-import hashlib
-import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from webhook_pipeline.errors import GateUnavailableError
-
-_PLAIN_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+from webhook_pipeline.ingest.claims import ClaimOutcome
 
 _CONFIRM = """
 local v = redis.call('GET', KEYS[1])
@@ -52,53 +46,13 @@ end
 return 0
 """
 
+
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
 """
-
-
-class ClaimOutcome(enum.Enum):
-    """What a claim attempt found."""
-
-    CLAIMED = "claimed"  # this invocation holds the claim
-    DUPLICATE = "duplicate"  # already enqueued by an earlier request
-    IN_FLIGHT = "in_flight"  # another request holds a pending claim: not yet durable
-
-
-def gate_key(prefix: str, source: str, delivery_id: str) -> str:
-    """Return the Redis key of ``(source, delivery_id)``.
-
-    Parameters
-    ----------
-    prefix : str
-        Key prefix (``"whd:"`` by default), lets several stacks share one cache.
-    source : str
-        Source name (``[a-z0-9_-]``, validated by the sources file: contains no ``:``).
-    delivery_id : str
-        The sender's delivery id, at most 256 characters (longer ones are rejected earlier).
-
-    Returns
-    -------
-    str
-        ``{prefix}{source}:{id}`` for plain ids, ``{prefix}{source}:#{sha256 hex}`` otherwise.
-    """
-    if _PLAIN_ID.match(delivery_id):
-        return f"{prefix}{source}:{delivery_id}"
-    digest = hashlib.sha256(delivery_id.encode("utf-8")).hexdigest()
-    return f"{prefix}{source}:#{digest}"
-
-
-class DedupGate(Protocol):
-    """Interface of the dedup gate (Redis in production; same semantics elsewhere)."""
-
-    def claim(self, key: str, token: str, ttl_seconds: int) -> ClaimOutcome: ...
-
-    def confirm(self, key: str, token: str, ttl_seconds: int) -> bool: ...
-
-    def release(self, key: str, token: str) -> bool: ...
 
 
 class RedisGate:
@@ -224,25 +178,3 @@ def redis_client(
     import redis
 
     return redis.Redis.from_url(url, retry_on_timeout=False, health_check_interval=0, **options)
-
-
-@dataclass
-class CircuitBreaker:
-    """Skips the gate for ``cooldown_seconds`` after it failed, so an outage costs one timeout
-    per container per cooldown instead of one per request.
-
-    ``now`` is injectable (seconds, monotonic) for tests.
-    """
-
-    cooldown_seconds: float
-    now: Callable[[], float] = time.monotonic
-    _open_until: float = 0.0
-
-    def allow(self) -> bool:
-        return bool(self.now() >= self._open_until)
-
-    def trip(self) -> None:
-        self._open_until = self.now() + self.cooldown_seconds
-
-    def reset(self) -> None:
-        self._open_until = 0.0

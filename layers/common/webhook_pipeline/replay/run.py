@@ -38,308 +38,46 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
-
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import Any, Literal
 
 from webhook_pipeline.envelope import Envelope
-from webhook_pipeline.errors import MalformedEnvelopeError, PipelineError
+from webhook_pipeline.errors import MalformedEnvelopeError, QueueOperationError
+from webhook_pipeline.replay.ports import DeadLetterReader, DlqMessage, MainQueueSender
+from webhook_pipeline.replay.rate import RateLimiter
+from webhook_pipeline.replay.request import ReplayRequest
 
 #: SQS returns at most 10 messages per receive.
 SQS_MAX_BATCH = 10
-#: Upper bound of ``max_messages`` in one run.
-MAX_MESSAGES_LIMIT = 100_000
-#: Upper bound of ``rate_per_second`` (SQS standard queues take far more; this guards typos).
-MAX_RATE_PER_SECOND = 1_000.0
-#: Lower bound of ``rate_per_second``: one send per 100 s (a smaller rate would sleep for ages).
-MIN_RATE_PER_SECOND = 0.01
+
+
 #: Default safety margin before the caller's own timeout (milliseconds).
 DEFAULT_SAFETY_MARGIN_MS = 10_000
+
+
 #: At most this many entries are listed in ``would_replay`` of a dry-run report.
 MAX_LISTED = 100
+
+
 #: Extra seconds added to the visibility timeout of a received batch.
 VISIBILITY_MARGIN_SECONDS = 30
+
+
 #: SQS's maximum visibility timeout (12 hours).
 MAX_VISIBILITY_SECONDS = 43_200
+
+
 #: The run ends after this many receives in a row that brought no message not seen yet.
 MAX_IDLE_RECEIVES = 3
+
 
 StopReason = Literal["drained", "max_messages", "time_limit", "send_failures", "receive_failed"]
 
 
-# --------------------------------------------------------------------------- request model
-
-
-class InvalidReplayRequestError(PipelineError):
-    """The replay request is not valid (unknown keys, negative numbers, an empty time range...).
-
-    The message lists every problem as ``field: reason``, one per ``;``.
-    """
-
-
-class ReplayFilter(BaseModel):
-    """Which DLQ messages a replay moves. Every given criterion must match (AND); none = all.
-
-    Attributes
-    ----------
-    source : str | None
-        Exact source name.
-    event_type : str | None
-        Exact event type (envelopes without an event type never match a given one).
-    delivery_id : str | None
-        Exact delivery id.
-    received_after : datetime | None
-        Inclusive lower bound of the envelope's ``received_at``. A time without a zone is UTC.
-    received_before : datetime | None
-        Exclusive upper bound of ``received_at`` (half-open interval, so adjacent windows
-        neither overlap nor leave a gap). Must be later than ``received_after``.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    source: str | None = Field(default=None, min_length=1, max_length=64)
-    event_type: str | None = Field(default=None, min_length=1)
-    delivery_id: str | None = Field(default=None, min_length=1, max_length=256)
-    received_after: AwareDatetime | None = None
-    received_before: AwareDatetime | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _naive_is_utc(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            data = dict(data)
-            for key in ("received_after", "received_before"):
-                data[key] = _assume_utc(data.get(key))
-        return data
-
-    @model_validator(mode="after")
-    def _ordered_range(self) -> ReplayFilter:
-        if (
-            self.received_after is not None
-            and self.received_before is not None
-            and self.received_after >= self.received_before
-        ):
-            raise ValueError(
-                "received_after must be earlier than received_before "
-                f"(got {self.received_after.isoformat()} >= {self.received_before.isoformat()})"
-            )
-        return self
-
-    def matches(self, envelope: Envelope) -> bool:
-        """Return whether ``envelope`` satisfies every given criterion."""
-        if self.source is not None and envelope.source != self.source:
-            return False
-        if self.event_type is not None and envelope.event_type != self.event_type:
-            return False
-        if self.delivery_id is not None and envelope.delivery_id != self.delivery_id:
-            return False
-        received = envelope.received_at
-        if received.tzinfo is None:
-            received = received.replace(tzinfo=UTC)
-        if self.received_after is not None and received < self.received_after:
-            return False
-        return not (self.received_before is not None and received >= self.received_before)
-
-    def describe(self) -> str:
-        """Short human description (``"all"`` when empty)."""
-        parts = [f"{k}={v}" for k, v in self.model_dump(mode="json", exclude_none=True).items()]
-        return " ".join(parts) or "all"
-
-
-def _assume_utc(value: Any) -> Any:
-    if isinstance(value, datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return value  # let pydantic report it
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-    return value
-
-
-class ReplayRequest(BaseModel):
-    """The replay function's input (also built by ``webhook-pipeline replay``).
-
-    Attributes
-    ----------
-    max_messages : int
-        At most this many distinct DLQ messages are examined in the run (1..100000, default 100).
-    dry_run : bool
-        Count and list what would move; move nothing (default false).
-    rate_per_second : float | None
-        At most this many sends to the main queue per second (0.01..1000); ``None`` = unlimited.
-    filter : ReplayFilter
-        Which messages to move (default: all).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_messages: int = Field(default=100, ge=1, le=MAX_MESSAGES_LIMIT, strict=True)
-    dry_run: bool = Field(default=False, strict=True)
-    rate_per_second: float | None = Field(
-        default=None, ge=MIN_RATE_PER_SECOND, le=MAX_RATE_PER_SECOND
-    )
-    filter: ReplayFilter = Field(default_factory=ReplayFilter)
-
-    @classmethod
-    def parse(cls, data: Any) -> ReplayRequest:
-        """Validate a raw request (the Lambda event, or a JSON string).
-
-        Parameters
-        ----------
-        data : Mapping | str | bytes | None
-            The request; ``None`` is an empty request (all defaults).
-
-        Raises
-        ------
-        InvalidReplayRequestError
-            With every problem listed as ``field: reason``.
-        """
-        try:
-            if data is None:
-                return cls()
-            if isinstance(data, str | bytes):
-                return cls.model_validate_json(data)
-            if not isinstance(data, Mapping):
-                raise InvalidReplayRequestError(
-                    f"request must be a JSON object, got {type(data).__name__}"
-                )
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise InvalidReplayRequestError(_describe(exc)) from None
-
-
-def _describe(exc: ValidationError) -> str:
-    problems = []
-    for err in exc.errors(include_url=False, include_context=False):
-        where = ".".join(str(p) for p in err["loc"]) or "request"
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "unknown key"
-        problems.append(f"{where}: {message}")
-    return "invalid replay request: " + "; ".join(problems)
-
-
-# --------------------------------------------------------------------------- ports
-
-
-@dataclass(frozen=True)
-class DlqMessage:
-    """One message received from the DLQ.
-
-    Attributes
-    ----------
-    message_id : str
-        SQS message id (stable across receives).
-    receipt_handle : str
-        Handle of this receive (for delete / change visibility).
-    body : str
-        The message body (an envelope, unless the message is poison).
-    receive_count : int
-        ``ApproximateReceiveCount`` (receives on the main queue plus on the DLQ).
-    sent_at : datetime | None
-        ``SentTimestamp``: when the message was first sent (to the main queue), UTC.
-    message_attributes : Mapping[str, Any]
-        SQS message attributes in the ``SendMessage`` shape; forwarded unchanged on replay.
-    """
-
-    message_id: str
-    receipt_handle: str
-    body: str
-    receive_count: int = 0
-    sent_at: datetime | None = None
-    message_attributes: Mapping[str, Any] = field(default_factory=dict)
-
-
-class QueueOperationError(PipelineError):
-    """A queue call failed (the adapters translate their client errors into this)."""
-
-
-class DeadLetterReader(Protocol):
-    """The DLQ as the replay needs it."""
-
-    def receive(self, max_messages: int, visibility_timeout: int) -> Sequence[DlqMessage]:
-        """Receive up to ``max_messages`` (1..10), hidden for ``visibility_timeout`` seconds.
-
-        Raises :class:`QueueOperationError` on failure.
-        """
-        ...
-
-    def delete(self, message: DlqMessage) -> None:
-        """Delete a received message. Raises :class:`QueueOperationError` on failure."""
-        ...
-
-    def change_visibility(self, message: DlqMessage, timeout_seconds: int) -> None:
-        """Set a received message's visibility timeout (0 = visible again now).
-
-        Raises :class:`QueueOperationError` on failure.
-        """
-        ...
-
-    def approximate_depth(self) -> int | None:
-        """Approximate number of messages in the queue (visible + in flight), if known."""
-        ...
-
-
-class MainQueueSender(Protocol):
-    """The main queue as the replay needs it."""
-
-    def send(self, body: str, message_attributes: Mapping[str, Any]) -> None:
-        """Send one message. Raises :class:`QueueOperationError` when it was not accepted."""
-        ...
-
-
-# --------------------------------------------------------------------------- rate limit
-
-
-class RateLimiter:
-    """Token bucket of capacity 1: consecutive acquisitions are at least ``1/rate`` s apart.
-
-    Parameters
-    ----------
-    rate_per_second : float | None
-        Tokens per second; ``None`` disables the limit.
-    clock : Callable[[], float]
-        Monotonic clock in seconds (injectable for tests).
-    sleep : Callable[[float], None]
-        Sleep for seconds (injectable for tests).
-    """
-
-    def __init__(
-        self,
-        rate_per_second: float | None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.interval = 0.0 if rate_per_second is None else 1.0 / rate_per_second
-        self._clock = clock
-        self._sleep = sleep
-        self._next_at: float | None = None
-
-    def delay(self) -> float:
-        """Seconds :meth:`acquire` would sleep now (0 when a token is available)."""
-        if self._next_at is None or self.interval == 0:
-            return 0.0
-        return max(0.0, self._next_at - self._clock())
-
-    def acquire(self) -> float:
-        """Wait for a token; return the seconds slept."""
-        wait = self.delay()
-        if wait > 0:
-            self._sleep(wait)
-        now = self._clock()
-        self._next_at = max(now, self._next_at or now) + self.interval
-        return wait
-
-
-# --------------------------------------------------------------------------- the run
-
-
-Outcome = Literal["replayed", "would_replay", "skipped", "malformed", "failed", "delete_failed"]
+ReplayOutcome = Literal[
+    "replayed", "would_replay", "skipped", "malformed", "failed", "delete_failed"
+]
 
 
 @dataclass(frozen=True)
@@ -348,7 +86,7 @@ class MessageResult:
 
     message: DlqMessage
     envelope: Envelope | None
-    outcome: Outcome
+    outcome: ReplayOutcome
     reason: str | None = None
 
 
@@ -615,19 +353,3 @@ def _visibility_for(batch: int, interval: float) -> int:
     """Visibility timeout (s) long enough to work through a batch at the rate limit."""
     seconds = math.ceil(batch * interval) + VISIBILITY_MARGIN_SECONDS
     return min(seconds, MAX_VISIBILITY_SECONDS)
-
-
-__all__ = [
-    "DeadLetterReader",
-    "DlqMessage",
-    "InvalidReplayRequestError",
-    "MainQueueSender",
-    "MessageResult",
-    "QueueOperationError",
-    "RateLimiter",
-    "ReplayFilter",
-    "ReplayReport",
-    "ReplayRequest",
-    "replay",
-    "replayed_envelope",
-]

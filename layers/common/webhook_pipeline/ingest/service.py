@@ -20,20 +20,21 @@ from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
 from webhook_pipeline.errors import (
     BadDeliveryError,
     ConfigurationError,
+    DeliveryInFlightError,
     EnqueueError,
+    GateClosedError,
     GateUnavailableError,
-    IngestError,
+    MethodNotAllowedError,
     PayloadTooLargeError,
+    SecretUnavailableError,
     TimestampError,
     UnknownSourceError,
     VerificationError,
 )
-from webhook_pipeline.gate import CircuitBreaker, ClaimOutcome, DedupGate, gate_key
 from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.ingest.claims import CircuitBreaker, ClaimOutcome, gate_key
+from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore, SecretStore
 from webhook_pipeline.observability import MetricName, count, logger
-from webhook_pipeline.payloads import PayloadStore
-from webhook_pipeline.queue import EnvelopeQueue
-from webhook_pipeline.secrets import SecretStore, SecretUnavailableError
 from webhook_pipeline.signatures.base import SignatureScheme
 from webhook_pipeline.sources import (
     MAX_DELIVERY_ID_LENGTH,
@@ -47,31 +48,13 @@ from webhook_pipeline.sources import (
 # Bounds that keep an envelope within SQS's message size and its DynamoDB keys within their
 # 2048-byte limit (UTF-8 bytes, not characters).
 MAX_EVENT_TYPE_BYTES = 256
+
+
 MAX_RESOURCE_KEY_BYTES = 1024
+
 
 # Headers copied into every envelope when present (never signature headers).
 BASE_FORWARDED_HEADERS = ("content-type", "user-agent")
-
-
-class DeliveryInFlightError(IngestError):
-    """Another request holds a pending claim on this delivery: 503, retry later (I1)."""
-
-    status = 503
-    reason = "delivery_in_flight"
-
-
-class MethodNotAllowedError(IngestError):
-    """A ``GET`` to a source whose scheme has no subscription handshake: 405."""
-
-    status = 405
-    reason = "method_not_allowed"
-
-
-class GateClosedError(IngestError):
-    """Redis is unavailable and the gate is configured to fail closed: 503."""
-
-    status = 503
-    reason = "gate_unavailable"
 
 
 @dataclass(frozen=True)

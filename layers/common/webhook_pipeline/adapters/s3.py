@@ -7,7 +7,7 @@ processor ``get``s it back and checks it against the envelope's ``body_size``/``
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -15,19 +15,6 @@ from webhook_pipeline.envelope import BodyPointer
 from webhook_pipeline.errors import PayloadIntegrityError, PayloadUnavailableError
 
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
-
-
-class PayloadStore(Protocol):
-    """A claim-check store: the ingest side puts, the processor gets (the processor's own port
-    is :class:`webhook_pipeline.processing.PayloadReader`)."""
-
-    def put(self, key: str, body: bytes) -> BodyPointer:
-        """Store ``body`` under ``key`` and return where it is."""
-        ...
-
-    def get(self, pointer: BodyPointer) -> bytes:
-        """Return the raw body bytes at ``pointer``."""
-        ...
 
 
 class S3PayloadStore:

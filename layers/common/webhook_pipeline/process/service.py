@@ -22,12 +22,9 @@ import binascii
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
-from typing import Protocol
 
-from webhook_pipeline.envelope import BodyPointer, Envelope, sha256_hex, utcnow
+from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
 from webhook_pipeline.errors import (
     HookError,
     MalformedEnvelopeError,
@@ -37,218 +34,16 @@ from webhook_pipeline.errors import (
 )
 from webhook_pipeline.hooks import HookEvent, HookRegistry
 from webhook_pipeline.observability import logger
-
-
-class Outcome(StrEnum):
-    """What processing one SQS record ended in."""
-
-    APPLIED = "applied"
-    DUPLICATE = "duplicate"
-    STALE = "stale"
-    RETRY = "retry"
-    MALFORMED = "malformed"
-    BUG = "bug"
-
-    @property
-    def acknowledged(self) -> bool:
-        """True when the message is done (deleted from the queue), False when it is reported in
-        ``batchItemFailures``."""
-        return self in (Outcome.APPLIED, Outcome.DUPLICATE, Outcome.STALE)
-
-
-class HookState(StrEnum):
-    """``hook_state`` of a delivery record; absent when no hook was registered."""
-
-    PENDING = "pending"
-    DONE = "done"
-
-
-@dataclass(frozen=True)
-class DeliveryRecord:
-    """What the store writes for one delivery.
-
-    Attributes
-    ----------
-    source, delivery_id : str
-        The delivery's identity (unique together).
-    event_type, resource_key : str | None
-        From the envelope.
-    sequence : int | None
-        Ordering value for ``resource_key`` (both or neither).
-    received_at : datetime
-        Receipt time at ingest (UTC).
-    recorded_at : datetime
-        When the processor writes the record (UTC).
-    expires_at : int
-        TTL of the delivery record, epoch seconds.
-    body_size : int
-        Raw body size in bytes.
-    body_sha256 : str
-        Hex SHA-256 of the raw body.
-    hook_pending : bool
-        A hook is registered for this delivery: write ``hook_state = pending`` when applied.
-    message_id : str
-        SQS message id (for operators).
-    attempt_token : str
-        Identifies this attempt (message id and receive count): the transaction's idempotency
-        token, so an SDK-level retry of the same attempt is not mistaken for a duplicate.
-    replay_count : int
-        How often the envelope went through the replay function.
-    """
-
-    source: str
-    delivery_id: str
-    event_type: str | None
-    resource_key: str | None
-    sequence: int | None
-    received_at: datetime
-    recorded_at: datetime
-    expires_at: int
-    body_size: int
-    body_sha256: str
-    hook_pending: bool
-    message_id: str
-    attempt_token: str
-    replay_count: int = 0
-
-
-@dataclass(frozen=True)
-class StoreResult:
-    """What the store's conditional write decided.
-
-    Attributes
-    ----------
-    outcome : Outcome
-        ``APPLIED``, ``DUPLICATE`` or ``STALE``.
-    hook_state : HookState | None
-        For a duplicate: the stored record's hook state (``PENDING`` means the hook has not
-        completed yet); for a new record: what was written.
-    stored_outcome : Outcome | None
-        For a duplicate: the outcome the stored record holds (``applied`` or ``stale``).
-    watermark : int | None
-        For a stale delivery: the resource's stored watermark, when the store returned it.
-    """
-
-    outcome: Outcome
-    hook_state: HookState | None = None
-    stored_outcome: Outcome | None = None
-    watermark: int | None = None
-
-
-class PayloadReader(Protocol):
-    """Where claim-check bodies are read from (S3 in :mod:`webhook_pipeline.payloads`)."""
-
-    def get(self, pointer: BodyPointer) -> bytes:
-        """The raw body bytes at ``pointer``.
-
-        Raises
-        ------
-        PayloadIntegrityError
-            The object does not exist.
-        PayloadUnavailableError
-            A transient failure.
-        """
-        ...
-
-
-class DeliveryStore(Protocol):
-    """The conditional writes the processor needs (DynamoDB in :mod:`webhook_pipeline.store`)."""
-
-    def record(self, delivery: DeliveryRecord) -> StoreResult:
-        """Record the delivery at most once and move the resource watermark forward.
-
-        Raises
-        ------
-        TransientError
-            Throttling, transaction conflict, missing cancellation reasons, timeouts, 5xx.
-        StoreBugError
-            The request was rejected as invalid.
-        """
-        ...
-
-    def mark_hook_done(self, source: str, delivery_id: str) -> None:
-        """Set the delivery record's ``hook_state`` to ``done`` (idempotent)."""
-        ...
-
-    def record_failure(self, note: FailureNote) -> None:
-        """Keep why a message failed, keyed by its SQS message id (which redrive preserves).
-
-        Raises
-        ------
-        TransientError, StoreBugError
-            As :meth:`record`; the caller treats the note as best effort.
-        """
-        ...
-
-
-@dataclass(frozen=True)
-class FailureNote:
-    """Why a message failed in a way retries will not fix: what ``dlq peek`` shows as its reason.
-
-    Attributes
-    ----------
-    message_id : str
-        SQS message id (kept when SQS moves the message to the DLQ).
-    outcome : Outcome
-        ``MALFORMED``, ``BUG`` or ``RETRY`` (a failing hook).
-    reason : str
-        The error, short (no body content).
-    receive_count : int
-        The receive on which it failed.
-    source, delivery_id : str | None
-        When the envelope could be parsed.
-    failed_at : datetime
-        When (UTC).
-    """
-
-    message_id: str
-    outcome: Outcome
-    reason: str
-    receive_count: int
-    failed_at: datetime
-    source: str | None = None
-    delivery_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Message:
-    """One SQS record as the domain sees it."""
-
-    message_id: str
-    body: str
-    receive_count: int = 1
-
-
-@dataclass(frozen=True)
-class RecordResult:
-    """The outcome of one message, with what an operator needs to read in its log line.
-
-    Attributes
-    ----------
-    message_id : str
-        SQS message id (what ``batchItemFailures`` reports).
-    outcome : Outcome
-        The outcome.
-    envelope : Envelope | None
-        The parsed envelope (``None`` when malformed before parsing).
-    reason : str | None
-        Why it failed, was stale or a duplicate (short, no body content).
-    hook : str | None
-        ``"ran"``, ``"failed"`` or ``None`` (no hook ran).
-    error : Exception | None
-        The exception behind a failed outcome.
-    """
-
-    message_id: str
-    outcome: Outcome
-    envelope: Envelope | None = None
-    reason: str | None = None
-    hook: str | None = None
-    error: Exception | None = None
-
-    @property
-    def acknowledged(self) -> bool:
-        return self.outcome.acknowledged
+from webhook_pipeline.process.model import (
+    DeliveryRecord,
+    FailureNote,
+    HookState,
+    Message,
+    Outcome,
+    RecordResult,
+    StoreResult,
+)
+from webhook_pipeline.process.ports import DeliveryStore, PayloadReader
 
 
 def load_body(envelope: Envelope, payloads: PayloadReader) -> bytes:

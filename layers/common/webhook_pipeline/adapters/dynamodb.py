@@ -30,7 +30,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook_pipeline.errors import StoreBugError, TransientError
-from webhook_pipeline.processing import (
+from webhook_pipeline.process.model import (
     DeliveryRecord,
     FailureNote,
     HookState,

@@ -1,0 +1,54 @@
+"""What the processor needs from the outside: the delivery store and the claim-check reader."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from webhook_pipeline.envelope import BodyPointer
+from webhook_pipeline.process.model import DeliveryRecord, FailureNote, StoreResult
+
+
+class PayloadReader(Protocol):
+    """Where claim-check bodies are read from (S3 in :mod:`webhook_pipeline.payloads`)."""
+
+    def get(self, pointer: BodyPointer) -> bytes:
+        """The raw body bytes at ``pointer``.
+
+        Raises
+        ------
+        PayloadIntegrityError
+            The object does not exist.
+        PayloadUnavailableError
+            A transient failure.
+        """
+        ...
+
+
+class DeliveryStore(Protocol):
+    """The conditional writes the processor needs (DynamoDB in :mod:`webhook_pipeline.store`)."""
+
+    def record(self, delivery: DeliveryRecord) -> StoreResult:
+        """Record the delivery at most once and move the resource watermark forward.
+
+        Raises
+        ------
+        TransientError
+            Throttling, transaction conflict, missing cancellation reasons, timeouts, 5xx.
+        StoreBugError
+            The request was rejected as invalid.
+        """
+        ...
+
+    def mark_hook_done(self, source: str, delivery_id: str) -> None:
+        """Set the delivery record's ``hook_state`` to ``done`` (idempotent)."""
+        ...
+
+    def record_failure(self, note: FailureNote) -> None:
+        """Keep why a message failed, keyed by its SQS message id (which redrive preserves).
+
+        Raises
+        ------
+        TransientError, StoreBugError
+            As :meth:`record`; the caller treats the note as best effort.
+        """
+        ...
