@@ -59,12 +59,13 @@ def deliveries_table_properties() -> dict[str, Any]:
 
 
 def create_deliveries_table(client: Any, name: str) -> None:
-    """Create the deliveries table with the template's key schema and TTL attribute."""
+    """Create the deliveries table with the template's key schema, indexes and TTL attribute."""
     props = deliveries_table_properties()
     client.create_table(
         TableName=name,
         KeySchema=props["KeySchema"],
         AttributeDefinitions=props["AttributeDefinitions"],
+        GlobalSecondaryIndexes=props["GlobalSecondaryIndexes"],
         BillingMode="PAY_PER_REQUEST",
     )
     ttl = props.get("TimeToLiveSpecification")

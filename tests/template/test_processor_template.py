@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from webhook_pipeline.adapters.dynamodb import TIME_INDEX, TIME_KEY, TIME_SHARD
 
 pytestmark = pytest.mark.template
 
@@ -131,7 +132,15 @@ def test_deliveries_table_matches_the_store(template: dict[str, Any]) -> None:
     assert {(a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]} == {
         ("pk", "S"),
         ("sk", "S"),
+        (TIME_SHARD, "S"),
+        (TIME_KEY, "S"),
     }
+    (index,) = table["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == TIME_INDEX
+    assert index["KeySchema"] == [
+        {"AttributeName": TIME_SHARD, "KeyType": "HASH"},
+        {"AttributeName": TIME_KEY, "KeyType": "RANGE"},
+    ]
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
 

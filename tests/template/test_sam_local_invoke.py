@@ -199,7 +199,11 @@ def _template_table_schema() -> dict[str, Any]:
 
     table = cfn_yaml.load(str(ROOT / "template.yaml"))["Resources"]["DeliveriesTable"]
     p = json.loads(json.dumps(table["Properties"]))
-    return {"KeySchema": p["KeySchema"], "AttributeDefinitions": p["AttributeDefinitions"]}
+    return {
+        "KeySchema": p["KeySchema"],
+        "AttributeDefinitions": p["AttributeDefinitions"],
+        "GlobalSecondaryIndexes": p["GlobalSecondaryIndexes"],
+    }
 
 
 @pytest.fixture(scope="module")

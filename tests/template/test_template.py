@@ -342,6 +342,8 @@ def test_table_keys_ttl_pitr_encryption_and_deletion_protection(template: dict[s
     assert {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]} == {
         "pk": "S",
         "sk": "S",
+        "received_shard": "S",
+        "received_key": "S",
     }
     assert table["BillingMode"] == "PAY_PER_REQUEST"
     assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}

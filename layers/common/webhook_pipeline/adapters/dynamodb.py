@@ -24,7 +24,8 @@ A delivery without a resource key is one conditional Put.
 
 from __future__ import annotations
 
-from datetime import timedelta
+import hashlib
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -44,6 +45,11 @@ FAILURE_SK = "FAILURE"
 # Failure notes live as long as a message can stay in the DLQ (its retention, 14 days).
 FAILURE_NOTE_TTL = timedelta(days=14)
 WATERMARK = "watermark"
+#: The time index of delivery records (template.yaml ``DeliveriesTable`` ``ByReceivedTime``).
+TIME_INDEX = "ByReceivedTime"
+TIME_INDEX_SHARDS = 8
+TIME_SHARD = "received_shard"
+TIME_KEY = "received_key"
 
 # Cancellation reason codes (per TransactItems index) and error codes that a later attempt may
 # not hit again.
@@ -85,6 +91,19 @@ def resource_key(source: str, key: str) -> dict[str, dict[str, str]]:
     return {"pk": {"S": f"RESOURCE#{source}#{key}"}, "sk": {"S": RESOURCE_SK}}
 
 
+def time_index_shard(source: str, delivery_id: str, received_at: datetime) -> str:
+    """The time index partition of a delivery: ``<YYYY-MM-DD>#<shard>`` (UTC day of receipt,
+    shard 0..7 from a hash of the delivery's identity)."""
+    digest = hashlib.sha256(f"{source}#{delivery_id}".encode()).digest()
+    day = received_at.astimezone(UTC).date().isoformat()
+    return f"{day}#{digest[0] % TIME_INDEX_SHARDS}"
+
+
+def time_index_key(source: str, delivery_id: str, received_at: datetime) -> str:
+    """The time index sort key: ``<received_at ISO-8601 UTC>#<source>#<delivery id>``."""
+    return f"{received_at.astimezone(UTC).isoformat()}#{source}#{delivery_id}"
+
+
 def delivery_item(
     record: DeliveryRecord, outcome: Outcome, watermark: int | None = None
 ) -> dict[str, Any]:
@@ -102,6 +121,8 @@ def delivery_item(
         "body_sha256": {"S": record.body_sha256},
         "message_id": {"S": record.message_id},
         "replay_count": {"N": str(record.replay_count)},
+        TIME_SHARD: {"S": time_index_shard(record.source, record.delivery_id, record.received_at)},
+        TIME_KEY: {"S": time_index_key(record.source, record.delivery_id, record.received_at)},
     }
     if record.event_type is not None:
         item["event_type"] = {"S": record.event_type}
