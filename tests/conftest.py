@@ -154,3 +154,38 @@ def load_event(name: str) -> dict[str, Any]:
 def event() -> Callable[[str], dict[str, Any]]:
     """Loader of ``events/*.json`` files, the same ones ``sam local invoke -e`` uses."""
     return load_event
+
+
+@pytest.fixture
+def log_lines() -> Iterator[list[dict[str, Any]]]:
+    """Every line the pipeline's Powertools logger writes during the test, as parsed JSON.
+
+    The logger's own handler keeps the stream it was created with (pytest's capture of the
+    first import), so a handler of the test reads the same formatted lines.
+    """
+    import logging
+
+    from webhook_pipeline.observability import logger
+
+    lines: list[dict[str, Any]] = []
+    formatter = logger.registered_formatter
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(json.loads(formatter.format(record)))
+
+    handler = Collect()
+    logger._logger.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logger._logger.removeHandler(handler)
+
+
+@pytest.fixture(autouse=True)
+def _provider_registry_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Providers a test registers (its own throw-away modules) are forgotten after it."""
+    from webhook_pipeline.providers import registry
+
+    registry.all_providers()  # the built-in ones stay imported and registered
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))

@@ -120,3 +120,21 @@ def envelope_json(
     }
     data.update(over)
     return Envelope.model_validate(data).to_json()
+
+
+def data_commands(stats: dict) -> dict[str, int]:
+    """Calls per command from INFO commandstats, without the test's own CONFIG/INFO."""
+    return {
+        k: v["calls"]
+        for k, v in stats.items()
+        if not k.startswith(("cmdstat_config", "cmdstat_info"))
+    }
+
+
+def metric_total(stdout: str, name: str) -> float:
+    total = 0.0
+    for line in stdout.splitlines():
+        if line.startswith("{") and '"_aws"' in line:
+            value = json.loads(line).get(name, 0)
+            total += sum(value) if isinstance(value, list) else value
+    return total

@@ -1,15 +1,15 @@
-"""IngestFunction: POST /webhooks/{source} -> verify, claim, enqueue, acknowledge.
+"""IngestFunction: POST (and handshake GET) /webhooks/{source} -> verify, claim, enqueue, answer.
 
 Thin handler: settings and sources are validated at cold start (a bad configuration fails the
-init loudly); AWS and Redis clients are created once per container on first use; the use case is
-:class:`webhook_pipeline.ingest.IngestService`; errors map to HTTP statuses in
-:func:`error_response` only.
+init loudly; a source reading its delivery id from unsigned material is logged as a warning);
+AWS and Redis clients are created once per container on first use; the use case is
+:class:`webhook_pipeline.ingest.service.IngestService`, which answers every request with an
+:class:`~webhook_pipeline.providers.base.Answer` mapped here to the API Gateway response.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import time
 from typing import Any
 
@@ -23,18 +23,19 @@ from webhook_pipeline.adapters.sqs import SqsQueue
 from webhook_pipeline.errors import IngestError
 from webhook_pipeline.http import request_from_event
 from webhook_pipeline.ingest.claims import CircuitBreaker
-from webhook_pipeline.ingest.service import IngestPolicy, IngestResult, IngestService
+from webhook_pipeline.ingest.service import IngestPolicy, IngestService
 from webhook_pipeline.observability import MetricName, MetricUnit, logger, metrics, tracer
+from webhook_pipeline.providers.base import Answer
 from webhook_pipeline.settings import IngestSettings
-from webhook_pipeline.signatures import SCHEMES, build_scheme
-from webhook_pipeline.sources import load_sources
+from webhook_pipeline.sources import load_sources, warn_unsigned
 
 settings = IngestSettings.load()  # from the environment; fails the init if invalid
-SOURCES = load_sources(settings.sources_file, known_schemes=set(SCHEMES))
-SCHEME_BY_SOURCE = {
-    name: build_scheme(src.scheme, src.scheme_options, src.tolerance_seconds)
-    for name, src in SOURCES.items()
-}
+SOURCES = load_sources(
+    settings.sources_file,
+    settings.extra_provider_modules(),
+    catalogue=settings.sources_catalogue,
+)
+warn_unsigned(SOURCES)
 
 
 @functools.cache
@@ -51,7 +52,6 @@ def service() -> IngestService:
     )
     return IngestService(
         sources=SOURCES,
-        schemes=SCHEME_BY_SOURCE,
         secrets=SecretsManagerStore(
             prefix=settings.secrets_prefix,
             provider=SecretsProvider(boto3_client=aws_client("secretsmanager", settings)),
@@ -62,37 +62,33 @@ def service() -> IngestService:
         payloads=S3PayloadStore(aws_client("s3", settings), settings.payload_bucket),
         policy=IngestPolicy(
             claim_ttl_seconds=settings.claim_ttl_seconds,
-            dedup_ttl_seconds=settings.dedup_ttl_max_seconds,
+            dedup_ttl_max_seconds=settings.dedup_ttl_max_seconds,
             max_body_bytes=settings.max_body_bytes,
             inline_body_max_bytes=settings.inline_body_max_bytes,
             fail_open=settings.gate_fail_mode == "open",
             redis_key_prefix=settings.redis_key_prefix,
+            retry_after_seconds=settings.retry_after_seconds,
         ),
         breaker=CircuitBreaker(cooldown_seconds=settings.gate_cooldown_seconds),
     )
 
 
-def json_response(
-    status: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """An API Gateway proxy response: JSON for a dict body, plain text for a string."""
-    if isinstance(body, str):
-        return {
-            "statusCode": status,
-            "headers": {"content-type": "text/plain; charset=utf-8", **(headers or {})},
-            "body": body,
-        }
+def api_response(answer: Answer) -> dict[str, Any]:
+    """An API Gateway proxy response for ``answer`` (its status, content type and headers)."""
     return {
-        "statusCode": status,
-        "headers": {"content-type": "application/json", **(headers or {})},
-        "body": json.dumps(body, separators=(",", ":")),
+        "statusCode": answer.status,
+        "headers": {"content-type": answer.content_type, **answer.headers},
+        "body": answer.text(),
     }
 
 
 def error_response(error: IngestError) -> dict[str, Any]:
-    """Map a typed ingest error to its HTTP answer (the one place that does)."""
-    headers = {"retry-after": str(settings.retry_after_seconds)} if error.status == 503 else None
-    return json_response(error.status, {"status": "rejected", "reason": error.reason}, headers)
+    """The answer to a request that failed before it reached a source (a body API Gateway sent
+    as invalid base64)."""
+    headers = {"retry-after": str(settings.retry_after_seconds)} if error.status == 503 else {}
+    return api_response(
+        Answer(error.status, {"status": "rejected", "reason": error.reason}, headers=headers)
+    )
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -101,9 +97,9 @@ def error_response(error: IngestError) -> dict[str, Any]:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Handle one API Gateway (HTTP API 2.0 or REST 1.0) proxy event.
 
-    Returns an API Gateway proxy response: 202/200 with ``{"status", "delivery_id"}``, 200
-    with a provider handshake's answer (JSON, or the plain-text ``hub.challenge`` of a ``GET``),
-    or 400/401/404/405/413/503 with ``{"status": "rejected", "reason": <code>}`` (503 adds
+    Returns an API Gateway proxy response: 202/200 with the provider's acknowledgement (by
+    default JSON ``{"status", "delivery_id"}``), 200 with a provider handshake's answer, or
+    400/401/404/405/413/503 with ``{"status": "rejected", "reason": <code>}`` (503 adds
     ``Retry-After`` in seconds). Unexpected errors propagate (API Gateway answers 500 and the
     sender retries; the ingest 5xx alarm fires).
     """
@@ -111,8 +107,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     try:
         request = request_from_event(event)
         logger.append_keys(source=request.source)
-        result: IngestResult = service().handle(request)
-        response = json_response(result.status, result.body)
+        response = api_response(service().handle(request))
     except IngestError as error:
         response = error_response(error)
     metrics.add_metric(

@@ -90,6 +90,8 @@ def _messages(event: dict[str, Any]) -> list[Message]:
 def _report(result: RecordResult) -> None:
     """One structured log line and one metric per record (on the handler thread)."""
     count(_METRIC[result.outcome])
+    if result.body_mismatch:
+        count(MetricName.DUPLICATE_BODY_MISMATCH)
     if result.hook == "ran":
         count(MetricName.HOOK_COMPLETED)
     elif result.hook == "failed":

@@ -40,6 +40,7 @@ STACK_OUTPUTS = {
     "DeadLetterQueueUrl": "dlq_url",
     "DeliveriesTableName": "table",
     "ReplayFunctionName": "replay_function",
+    "SecretsPrefix": "secrets_prefix",
 }
 #: Environment variable -> resource attribute.
 ENVIRONMENT = {
@@ -47,6 +48,7 @@ ENVIRONMENT = {
     "WEBHOOK_PIPELINE_DLQ_URL": "dlq_url",
     "WEBHOOK_PIPELINE_TABLE": "table",
     "WEBHOOK_PIPELINE_REPLAY_FUNCTION": "replay_function",
+    "WEBHOOK_PIPELINE_SECRETS_PREFIX": "secrets_prefix",
 }
 #: How each resource can be given (for error messages).
 HOW_TO_GIVE = {
@@ -54,12 +56,14 @@ HOW_TO_GIVE = {
     "dlq_url": "--dlq-url, --stack, --local or WEBHOOK_PIPELINE_DLQ_URL",
     "table": "--table, --stack, --local or WEBHOOK_PIPELINE_TABLE",
     "replay_function": "--function-name, --stack or WEBHOOK_PIPELINE_REPLAY_FUNCTION",
+    "secrets_prefix": "--secrets-prefix, --stack, --local or WEBHOOK_PIPELINE_SECRETS_PREFIX",
 }
 LABELS = {
     "queue_url": "main queue URL",
     "dlq_url": "dead-letter queue URL",
     "table": "deliveries table name",
     "replay_function": "replay function name",
+    "secrets_prefix": "secrets prefix",
 }
 
 
@@ -105,6 +109,7 @@ class Resources:
     dlq_url: str | None = None
     table: str | None = None
     replay_function: str | None = None
+    secrets_prefix: str | None = None
     origin: dict[str, str] = field(default_factory=dict)
 
     def require(self, name: str) -> str:
@@ -178,6 +183,7 @@ class Aws:
                     "dlq_url": args.dlq_url,
                     "table": args.table,
                     "replay_function": args.function_name,
+                    "secrets_prefix": getattr(args, "secrets_prefix", None),
                 },
                 "option",
             )

@@ -1,9 +1,9 @@
 """Write the ingest events of ``events/`` (``webhook-pipeline events``).
 
 The committed files are signed with the development secrets at a fixed time
-(:data:`FIXED_TIME`), so their delivery ids and signatures never change. Schemes that sign a
-timestamp (Stripe, Standard Webhooks, Slack, generic HMAC) reject such old events as stale; run
-``webhook-pipeline events --now --out DIR`` to write copies signed at the current time for
+(:data:`FIXED_TIME`), so their delivery ids and signatures never change (a test compares them
+with what this module builds). Providers that sign a timestamp reject such old events as stale;
+run ``webhook-pipeline events --now --out DIR`` to write copies signed at the current time for
 ``sam local invoke``.
 """
 
@@ -11,65 +11,71 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from webhook_pipeline.providers.base import Handshake
+from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.sources import ResolvedSource
+
 from webhook_pipeline_ops.samples import (
-    DEV_VERIFY_TOKENS,
-    SampleDelivery,
+    EXAMPLE_HOST,
+    dev_secret_value,
     example_sources,
     http_api_event,
+    request_event,
     rest_api_event,
     signed_delivery,
-    subscription_get_event,
 )
 
 FIXED_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "events"
 
 
-def build_events(now: int) -> dict[str, dict[str, Any]]:
-    """Return ``{file name: API Gateway event}`` for every interesting ingest case, signed at
-    ``now`` (Unix seconds)."""
-    src = example_sources()
+def _fixed(source: ResolvedSource, salt: str = "") -> str:
+    """A delivery id in the provider's style that never changes between regenerations."""
+    return source.provider.new_delivery_id(
+        hashlib.sha256(f"{source.name}{salt}".encode()).hexdigest()
+    )
+
+
+def build_events(
+    now: int, sources: Mapping[str, ResolvedSource] | None = None
+) -> dict[str, dict[str, Any]]:
+    """``{file name: API Gateway event}`` for every interesting ingest case, signed at ``now``
+    (Unix seconds): one valid delivery per example source (every provider, see
+    :func:`~webhook_pipeline_ops.samples.example_sources`), one event per provider handshake,
+    and the special cases (duplicate, bad signature, stale, base64 body, REST 1.0 shape,
+    unknown source)."""
+    src = dict(sources if sources is not None else example_sources())
     events: dict[str, dict[str, Any]] = {}
-
-    def valid(name: str, **kw: Any) -> SampleDelivery:
-        return signed_delivery(src[name], timestamp=now, **kw)
-
-    events["ingest-stripe.json"] = http_api_event(
-        valid("stripe", delivery_id="evt_1NsQLk2eZvKYlo2C0sample", resource="cus_1", sequence=now)
-    )
-    events["ingest-github.json"] = http_api_event(
-        valid("github", delivery_id="72d3162e-cc78-11e3-81ab-4c9367dc0958")
-    )
-    events["ingest-standard-webhooks.json"] = http_api_event(
-        valid(
-            "standard-webhooks",
-            delivery_id="msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
-            resource="inv_1",
-            sequence=now,
+    for name, source in src.items():
+        url = f"https://{EXAMPLE_HOST}/webhooks/{name}"
+        events[f"ingest-{name}.json"] = http_api_event(
+            signed_delivery(
+                source,
+                timestamp=now,
+                delivery_id=_fixed(source),
+                resource=f"res_{name}",
+                sequence=now,
+                url=url,
+            ),
+            domain=EXAMPLE_HOST,
         )
-    )
-    events["ingest-slack.json"] = http_api_event(valid("slack", delivery_id="Ev08MFMKH6A1"))
-    events["ingest-shopify.json"] = http_api_event(
-        valid(
-            "shopify",
-            delivery_id="b54557e4-bdd9-4b37-8a5f-bf7d70bcd043",
-            resource="820982911946154508",
-            sequence=now,
-        )
-    )
-    events["ingest-generic-hmac.json"] = http_api_event(
-        valid("generic-hmac", delivery_id="dlv_0001", resource="acct_9", sequence=3)
-    )
+        for handshake in source.provider.handshakes:
+            slug = re.sub(r"[^a-z0-9]+", "-", handshake.name.lower()).strip("-")
+            events[f"ingest-{name}-{slug}.json"] = handshake_event(source, handshake, now)
+    stripe, github = src["stripe"], src["github"]
     # The same delivery again: 200 duplicate once ingest-stripe.json was accepted.
     events["ingest-stripe-duplicate.json"] = events["ingest-stripe.json"]
     # Signed with the wrong secret: 401 signature_invalid.
     events["ingest-bad-signature.json"] = http_api_event(
         signed_delivery(
-            src["github"],
+            github,
             timestamp=now,
             secret="not-the-secret",  # noqa: S106 - deliberately wrong
             delivery_id="5a0e3c0a-0000-4000-8000-000000000001",
@@ -78,55 +84,44 @@ def build_events(now: int) -> dict[str, dict[str, Any]]:
     # Signed correctly, but 10 minutes old (tolerance 300 s): 401 timestamp_stale.
     events["ingest-stale.json"] = http_api_event(
         signed_delivery(
-            src["stripe"],
+            stripe,
             timestamp=now - 600,
             delivery_id="evt_stale_sample",
             resource="cus_1",
             sequence=now - 600,
         )
     )
-    # Case C02: form body sent base64-encoded by API Gateway, signed over the decoded bytes.
-    form = signed_delivery(
-        src["generic-hmac"],
-        timestamp=now,
-        delivery_id="dlv_form_0001",
-        body=b"token=xyz&text=hi",
-        extra_headers={"content-type": "application/x-www-form-urlencoded"},
+    # Case C02: a body API Gateway sent base64-encoded, verified over the decoded bytes.
+    events["ingest-base64-body.json"] = http_api_event(
+        signed_delivery(github, timestamp=now, delivery_id=_fixed(github, "base64")),
+        base64_body=True,
     )
-    events["ingest-base64-body.json"] = http_api_event(form, base64_body=True)
     # REST API (payload 1.0) shape of a GitHub delivery.
     events["ingest-rest-v1.json"] = rest_api_event(
-        valid("github", delivery_id="0b6e4f8e-cc78-11e3-81ab-4c9367dc0958")
-    )
-    # Slack's url_verification handshake: 200 with the challenge once verified.
-    challenge = json.dumps(
-        {
-            "type": "url_verification",
-            "token": "legacy",
-            "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
-        },
-        separators=(",", ":"),
-    ).encode()
-    events["ingest-slack-url-verification.json"] = http_api_event(
-        signed_delivery(src["slack"], timestamp=now, body=challenge, delivery_id="unused")
-    )
-    # Meta (WhatsApp) notification, and Meta's GET endpoint verification (hub.challenge).
-    events["ingest-meta.json"] = http_api_event(
-        valid("meta", delivery_id="HBgLMTU1NTAxMjM0NTYVAgASGBQzQUE", resource="102290129340398")
-    )
-    events["ingest-meta-subscribe.json"] = subscription_get_event(
-        "meta",
-        {
-            "hub.mode": "subscribe",
-            "hub.verify_token": DEV_VERIFY_TOKENS["meta"],
-            "hub.challenge": "1158201444",
-        },
+        signed_delivery(github, timestamp=now, delivery_id="0b6e4f8e-cc78-11e3-81ab-4c9367dc0958")
     )
     # No such source: 404.
     events["ingest-unknown-source.json"] = http_api_event(
-        valid("github", delivery_id="5a0e3c0a-0000-4000-8000-000000000002"), path_source="nope"
+        signed_delivery(github, timestamp=now, delivery_id="5a0e3c0a-0000-4000-8000-000000000002"),
+        path_source="nope",
     )
     return events
+
+
+def handshake_event(source: ResolvedSource, handshake: Handshake, now: int) -> dict[str, Any]:
+    """The API Gateway event of ``handshake`` as ``source``'s provider sends it (signed with the
+    development secret when the provider signs its challenges)."""
+    secret = parse_secret(dev_secret_value(source))
+    sample = handshake.sample(secret)
+    headers = dict(sample.headers)
+    if handshake.signed:
+        url = f"https://{EXAMPLE_HOST}/webhooks/{source.name}"
+        headers |= source.provider.sign(
+            sample.body, secret.signing[0], timestamp=now, delivery_id=_fixed(source, "hs"), url=url
+        )
+    return request_event(
+        source.name, sample.method, sample.body, headers, sample.query, domain=EXAMPLE_HOST
+    )
 
 
 def write_events(out: Path, now: int) -> list[Path]:

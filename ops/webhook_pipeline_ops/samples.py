@@ -1,49 +1,78 @@
-"""Sample deliveries for every example source: realistic payloads, signed with development
-secrets, as the API Gateway events the ingest function receives.
+"""Sample deliveries for every provider: realistic payloads, signed with development secrets, as
+the API Gateway events the ingest function receives.
 
-Used by ``events/`` (``webhook-pipeline events``), the tests, the sender simulator and the local
-stack. ``DEV_SECRETS`` are for local use only: the local stack seeds them into its Secrets
-Manager emulator; never use them in a deployed stack.
+Everything here is driven from the provider registry: each source's provider supplies its sample
+body (``Provider.sample``), its signature (``Provider.sign``) and its development secret
+(``Provider.dev_secret``); the example sources are ``layers/common/sources.toml`` plus, as the
+local stack serves them (``SOURCES_CATALOGUE``), one source per provider no source uses. Used by
+``events/`` (``webhook-pipeline events``), the tests, the sender simulator and the local stack.
+The development secrets are for local use only: never use them in a deployed stack.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import json
+import functools
+import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
-from webhook_pipeline.signatures import build_scheme
-from webhook_pipeline.sources import Source, load_sources
-
-# Development signing secrets of the example sources in layers/common/sources.toml.
-DEV_SECRETS: dict[str, str] = {
-    "stripe": "whsec_dev_stripe_local_only",
-    "github": "dev-github-secret-local-only",
-    "standard-webhooks": "whsec_" + base64.b64encode(b"dev-standard-webhooks-secret-32b").decode(),
-    "slack": "dev-slack-signing-secret-local",
-    "shopify": "dev-shopify-client-secret-local",
-    "generic-hmac": "dev-generic-hmac-secret-local",
-    "meta": "dev-meta-app-secret-local",
-}
-
-# Verify tokens of sources whose scheme answers a GET subscription handshake (Meta).
-DEV_VERIFY_TOKENS: dict[str, str] = {"meta": "dev-meta-verify-token"}
+from webhook_pipeline.errors import IngestError
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.ingest.events import read_events
+from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.sources import ResolvedSource, load_sources
 
 
-def dev_secret_value(source: str) -> str:
-    """The Secrets Manager value of ``source``'s development secret: the signing secret, or
-    JSON ``{"current", "verify_token"}`` for sources with a subscription handshake."""
-    if source in DEV_VERIFY_TOKENS:
-        return json.dumps(
-            {"current": DEV_SECRETS[source], "verify_token": DEV_VERIFY_TOKENS[source]}
-        )
-    return DEV_SECRETS[source]
+def example_sources(
+    sources_file: str | Path | None = None, provider_modules: Iterable[str] | None = None
+) -> dict[str, ResolvedSource]:
+    """The sources the local stack serves: the sources file's and one per unused provider.
+
+    ``provider_modules`` defaults to ``$PROVIDER_MODULES`` (comma-separated), as the ingest
+    function reads it.
+    """
+    if provider_modules is None:
+        provider_modules = [m for m in os.environ.get("PROVIDER_MODULES", "").split(",") if m]
+    return load_sources(sources_file, tuple(provider_modules), catalogue=True)
+
+
+@functools.cache
+def _dev_secrets() -> dict[str, str]:
+    return {name: src.provider.dev_secret for name, src in example_sources().items()}
+
+
+class _DevSecrets(Mapping[str, str]):
+    """Source name -> development signing secret of the example sources (read lazily)."""
+
+    def __getitem__(self, key: str) -> str:
+        return _dev_secrets()[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(_dev_secrets())
+
+    def __len__(self) -> int:
+        return len(_dev_secrets())
+
+
+#: Development signing secrets of the example sources, by source name.
+DEV_SECRETS: Mapping[str, str] = _DevSecrets()
+
+
+def dev_secret_value(source: str | ResolvedSource) -> str:
+    """The Secrets Manager value of a source's development secret (plain, or JSON when a
+    handshake needs more, such as Meta's verify token)."""
+    resolved = example_sources()[source] if isinstance(source, str) else source
+    return resolved.provider.dev_secret_value()
+
+
+def dev_verify_token(source: str | ResolvedSource) -> str | None:
+    """The development verify token of a source whose handshake needs one (Meta)."""
+    return parse_secret(dev_secret_value(source)).verify_token
 
 
 @dataclass(frozen=True)
@@ -55,25 +84,29 @@ class SampleDelivery:
     source : str
         Source name (the ``{source}`` path segment).
     delivery_id : str
-        The delivery id the ingest function will read from it.
+        The delivery id the ingest function will read from it (the first, for a batch).
     body : bytes
         Raw body bytes (what was signed).
     headers : dict[str, str]
         Provider headers including the signature.
+    delivery_ids : tuple[str, ...]
+        Every delivery id the ingest function will read (several for a batched body).
     """
 
     source: str
     delivery_id: str
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    delivery_ids: tuple[str, ...] = ()
 
 
-def _iso(ts: int) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
+def new_id(source: ResolvedSource) -> str:
+    """A fresh delivery id in the provider's style."""
+    return source.provider.new_delivery_id(uuid.uuid4().hex)
 
 
 def payload(
-    source: str,
+    source: ResolvedSource,
     *,
     delivery_id: str,
     resource: str = "res_1",
@@ -81,92 +114,36 @@ def payload(
     event_type: str | None = None,
     created: int | None = None,
 ) -> tuple[bytes, dict[str, str]]:
-    """Build a provider-shaped body and its non-signature headers for ``source``.
+    """A provider-shaped body and its non-signature headers for ``source``.
 
     ``sequence`` becomes the provider's ordering value (Stripe ``created``, Shopify/Standard
-    Webhooks timestamps as seconds since the epoch, generic ``resource.version``).
+    Webhooks timestamps as seconds since the epoch, generic ``resource.version``...).
     """
-    created = created if created is not None else int(time.time())
-    headers: dict[str, str] = {"content-type": "application/json"}
-    doc: dict[str, Any]
-    if source == "stripe":
-        doc = {
-            "id": delivery_id,
-            "object": "event",
-            "type": event_type or "customer.updated",
-            "created": sequence,
-            "data": {"object": {"id": resource, "object": "customer"}},
-        }
-    elif source == "github":
-        doc = {"action": "opened", "repository": {"full_name": "octo/hello"}, "sequence": sequence}
-        headers |= {
-            "X-GitHub-Delivery": delivery_id,
-            "X-GitHub-Event": event_type or "issues",
-            "X-GitHub-Hook-ID": "123456",
-        }
-    elif source == "standard-webhooks":
-        doc = {
-            "type": event_type or "invoice.paid",
-            "timestamp": _iso(sequence),
-            "data": {"id": resource},
-        }
-    elif source == "slack":
-        doc = {
-            "type": "event_callback",
-            "event_id": delivery_id,
-            "event_time": created,
-            "event": {"type": event_type or "message", "text": "hi", "channel": "C1"},
-        }
-    elif source == "shopify":
-        doc = {
-            "id": 450789469,
-            "admin_graphql_api_id": f"gid://shopify/Order/{resource}",
-            "updated_at": _iso(sequence),
-        }
-        headers |= {
-            "X-Shopify-Webhook-Id": delivery_id,
-            "X-Shopify-Topic": event_type or "orders/updated",
-            "X-Shopify-Shop-Domain": "dev-shop.myshopify.com",
-            "X-Shopify-Triggered-At": _iso(created),
-        }
-    elif source == "meta":
-        doc = {
-            "object": event_type or "whatsapp_business_account",
-            "entry": [
-                {
-                    "id": resource,
-                    "changes": [
-                        {
-                            "field": "messages",
-                            "value": {
-                                "messages": [
-                                    {"id": f"wamid.{delivery_id}", "timestamp": str(created)}
-                                ]
-                            },
-                        }
-                    ],
-                }
-            ],
-        }
-    else:  # generic-hmac and any source configured like it
-        doc = {
-            "type": event_type or "resource.updated",
-            "resource": {"id": resource, "version": sequence},
-        }
-        headers |= {"X-Delivery-Id": delivery_id}
-    return json.dumps(doc, separators=(",", ":")).encode(), headers
+    sample = source.provider.sample(
+        delivery_id=delivery_id,
+        resource=resource,
+        sequence=sequence,
+        event_type=event_type,
+        timestamp=created if created is not None else int(time.time()),
+    )
+    return sample.body, dict(sample.headers)
 
 
 def sign(
-    source: Source, body: bytes, secret: str, *, timestamp: int, delivery_id: str
+    source: ResolvedSource,
+    body: bytes,
+    secret: str,
+    *,
+    timestamp: int,
+    delivery_id: str,
+    url: str = "",
 ) -> dict[str, str]:
-    """Signature headers of ``source``'s scheme for ``body`` (``timestamp`` in Unix seconds)."""
-    scheme = build_scheme(source.scheme, source.scheme_options, source.tolerance_seconds)
-    return scheme.sign(body, secret, timestamp=timestamp, delivery_id=delivery_id)
+    """Signature headers of ``source``'s provider for ``body`` (``timestamp`` in Unix seconds)."""
+    return source.provider.sign(body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
 
 
 def signed_delivery(
-    source: Source,
+    source: ResolvedSource,
     *,
     delivery_id: str | None = None,
     secret: str | None = None,
@@ -176,15 +153,18 @@ def signed_delivery(
     event_type: str | None = None,
     body: bytes | None = None,
     extra_headers: Mapping[str, str] | None = None,
+    url: str = "",
 ) -> SampleDelivery:
     """A realistic delivery for ``source``, signed with ``secret`` (default: its dev secret).
 
-    The delivery id is generated in the provider's style when not given.
+    The delivery id is generated in the provider's style when not given; the ids the ingest
+    function will read are found by running the provider's own verification and the ingest's
+    event reader on the signed request.
     """
     timestamp = timestamp if timestamp is not None else int(time.time())
-    delivery_id = delivery_id or _new_id(source.name)
+    delivery_id = delivery_id or new_id(source)
     default_body, headers = payload(
-        source.name,
+        source,
         delivery_id=delivery_id,
         resource=resource,
         sequence=sequence,
@@ -194,26 +174,45 @@ def signed_delivery(
     if body is not None:
         default_body = body
     headers |= dict(extra_headers or {})
-    key = secret if secret is not None else DEV_SECRETS[source.name]
-    headers |= sign(source, default_body, key, timestamp=timestamp, delivery_id=delivery_id)
-    return SampleDelivery(
-        source.name, recorded_id(source, delivery_id, default_body), default_body, headers
+    key = secret if secret is not None else source.provider.dev_secret
+    headers |= sign(
+        source, default_body, key, timestamp=timestamp, delivery_id=delivery_id, url=url
     )
+    ids = recorded_ids(source, default_body, headers, key, timestamp, url) or (delivery_id,)
+    return SampleDelivery(source.name, ids[0], default_body, headers, ids)
 
 
-def recorded_id(source: Source, delivery_id: str, body: bytes) -> str:
-    """The delivery id the ingest function will read: ``delivery_id`` as put in the payload, or
-    the body's SHA-256 for sources that deduplicate on ``{ digest = "sha256" }`` (Meta)."""
-    return hashlib.sha256(body).hexdigest() if source.delivery_id.digest else delivery_id
+def recorded_ids(
+    source: ResolvedSource,
+    body: bytes,
+    headers: Mapping[str, str],
+    secret: str,
+    timestamp: int,
+    url: str = "",
+) -> tuple[str, ...]:
+    """The delivery ids the ingest function reads from this request (empty when it would not
+    verify or carries no usable id)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    request = WebhookRequest(
+        method="POST",
+        source=source.name,
+        headers={k.lower(): v for k, v in headers.items()},
+        body=body,
+        path=parts.path,
+        raw_query=parts.query,
+        host=parts.netloc,
+    )
+    try:
+        verified = source.provider.verify(request, [secret], float(timestamp))
+        return tuple(e.delivery_id for e in read_events(source, request, verified))
+    except IngestError:
+        return ()
 
 
-def _new_id(source: str) -> str:
-    raw = uuid.uuid4().hex
-    return {
-        "stripe": f"evt_{raw[:24]}",
-        "slack": f"Ev{raw[:10].upper()}",
-        "standard-webhooks": f"msg_{raw[:24]}",
-    }.get(source, str(uuid.UUID(raw)))
+#: The domain name sample events claim to be sent to (URL-signing providers sign it).
+EXAMPLE_HOST = "webhooks.example.com"
 
 
 def http_api_event(
@@ -222,18 +221,54 @@ def http_api_event(
     base64_body: bool = False,
     path_source: str | None = None,
     time_epoch_ms: int | None = None,
+    domain: str = "localhost",
 ) -> dict[str, Any]:
     """The API Gateway HTTP API (payload 2.0) event for ``delivery``.
 
     Header names are lower-cased as HTTP API delivers them; ``base64_body`` sends the body with
     ``isBase64Encoded: true`` as API Gateway does for binary media types.
     """
-    source = path_source or delivery.source
-    event = _http_api_envelope("POST", source, delivery.delivery_id, time_epoch_ms)
-    event["headers"] = {k.lower(): v for k, v in delivery.headers.items()}
-    event["body"] = (
-        base64.b64encode(delivery.body).decode() if base64_body else delivery.body.decode()
+    return request_event(
+        path_source or delivery.source,
+        "POST",
+        delivery.body,
+        delivery.headers,
+        request_key=delivery.delivery_id,
+        base64_body=base64_body,
+        time_epoch_ms=time_epoch_ms,
+        domain=domain,
     )
+
+
+def request_event(
+    source: str,
+    method: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    query: Mapping[str, str] | None = None,
+    *,
+    request_key: str | None = None,
+    base64_body: bool = False,
+    time_epoch_ms: int | None = None,
+    domain: str = "localhost",
+) -> dict[str, Any]:
+    """An HTTP API (2.0) event of any method, query and body (a body that is not UTF-8 is sent
+    base64-encoded, as API Gateway does)."""
+    from urllib.parse import urlencode
+
+    raw_query = urlencode(dict(query or {}))
+    event = _http_api_envelope(method, source, request_key or raw_query or method, time_epoch_ms)
+    event["requestContext"]["domainName"] = domain
+    event["rawQueryString"] = raw_query
+    if query:
+        event["queryStringParameters"] = dict(query)
+    event["headers"] = {k.lower(): v for k, v in headers.items()}
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        base64_body = True
+    if body or method != "GET":
+        event["body"] = base64.b64encode(body).decode() if base64_body else text
     event["isBase64Encoded"] = base64_body
     return event
 
@@ -242,14 +277,14 @@ def subscription_get_event(
     source: str, query: Mapping[str, str], time_epoch_ms: int | None = None
 ) -> dict[str, Any]:
     """An HTTP API (2.0) ``GET /webhooks/{source}?...`` event (Meta's ``hub.challenge``)."""
-    from urllib.parse import urlencode
-
-    event = _http_api_envelope("GET", source, urlencode(query), time_epoch_ms)
-    event["rawQueryString"] = urlencode(query)
-    event["queryStringParameters"] = dict(query)
-    event["headers"] = {"user-agent": "facebookplatform/1.0"}
-    event["isBase64Encoded"] = False
-    return event
+    return request_event(
+        source,
+        "GET",
+        b"",
+        {"user-agent": "facebookplatform/1.0"},
+        query,
+        time_epoch_ms=time_epoch_ms,
+    )
 
 
 def _http_api_envelope(
@@ -305,8 +340,3 @@ def rest_api_event(delivery: SampleDelivery, *, base64_body: bool = False) -> di
         "body": base64.b64encode(delivery.body).decode() if base64_body else delivery.body.decode(),
         "isBase64Encoded": base64_body,
     }
-
-
-def example_sources() -> dict[str, Source]:
-    """The sources of ``layers/common/sources.toml``."""
-    return load_sources()

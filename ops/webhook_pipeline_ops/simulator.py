@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook_pipeline.sources import Source, load_sources
+from webhook_pipeline.sources import ResolvedSource as Source
 
 DEFAULT_URL = "http://127.0.0.1:3000"
 MAX_RETRY_WAIT_SECONDS = 5.0
@@ -67,7 +67,7 @@ class Attempt:
 
 
 @dataclass
-class Outcome:
+class SendResult:
     planned: Planned
     attempts: list[Attempt] = field(default_factory=list)
 
@@ -80,7 +80,7 @@ class Outcome:
 class Summary:
     """What a run sent and how the endpoint acknowledged it (latencies in milliseconds)."""
 
-    outcomes: list[Outcome]
+    outcomes: list[SendResult]
     elapsed_seconds: float
 
     def as_dict(self) -> dict[str, Any]:
@@ -160,6 +160,7 @@ def plan(
     out_of_order: bool = False,
     rng: random.Random | None = None,
     base_time: int | None = None,
+    base_url: str = DEFAULT_URL,
 ) -> list[Planned]:
     """The deliveries to send, in send order.
 
@@ -175,7 +176,7 @@ def plan(
     out_of_order : bool
         Swap each resource's events in pairs (the newer sent first).
     """
-    from webhook_pipeline_ops.samples import _new_id, payload, recorded_id
+    from webhook_pipeline_ops.samples import new_id, payload, recorded_ids, sign
 
     rng = rng or random.Random()  # noqa: S311 - traffic shaping, not security
     base = base_time if base_time is not None else int(time.time()) - 3600
@@ -187,11 +188,17 @@ def plan(
             resource = f"res_{run_tag}_{i % max(1, resources)}"
             events = per_resource.setdefault(resource, [])
             sequence = base + len(events)
-            delivery_id = _new_id(source.name)
+            delivery_id = new_id(source)
             body, headers = payload(
-                source.name, delivery_id=delivery_id, resource=resource, sequence=sequence
+                source, delivery_id=delivery_id, resource=resource, sequence=sequence
             )
-            delivery_id = recorded_id(source, delivery_id, body)
+            # The id the ingest will record: run the provider's verification on a signed copy.
+            url = source_url(base_url, source.name)
+            secret, now = source.provider.dev_secret, int(time.time())
+            probe = headers | sign(
+                source, body, secret, timestamp=now, delivery_id=delivery_id, url=url
+            )
+            delivery_id = (recorded_ids(source, body, probe, secret, now, url) or (delivery_id,))[0]
             events.append(Planned(source, delivery_id, resource, sequence, None, body, headers))
         lists = list(per_resource.values())
         if out_of_order:
@@ -225,12 +232,13 @@ def plan(
 
 def recorded_resource_key(planned: Planned) -> str | None:
     """The resource key the pipeline records for ``planned`` (what ``resources get`` takes),
-    read from its body and headers with the source's own field location."""
+    read from its body and headers by the ingest's own event reader."""
+    from webhook_pipeline.errors import IngestError
     from webhook_pipeline.http import WebhookRequest
-    from webhook_pipeline.sources import ParsedBody, extract
+    from webhook_pipeline.ingest.events import read_events
+    from webhook_pipeline.providers.base import Verified
 
-    location = planned.source.resource_key
-    if location is None:
+    if planned.source.resource_key is None:
         return None
     request = WebhookRequest(
         "POST",
@@ -238,8 +246,12 @@ def recorded_resource_key(planned: Planned) -> str | None:
         {k.lower(): v for k, v in planned.headers.items()},
         planned.body,
     )
-    value = extract(location, request, ParsedBody(request))
-    return None if value is None else str(value)
+    verified = Verified(secret_index=0, delivery_id=planned.delivery_id)
+    try:
+        events = read_events(planned.source, request, verified)
+    except IngestError:
+        return None
+    return events[0].resource_key if events else None
 
 
 def source_url(base_url: str, source: str) -> str:
@@ -249,13 +261,14 @@ def source_url(base_url: str, source: str) -> str:
     return f"{base_url.rstrip('/')}/webhooks/{source}"
 
 
-def signed_headers(planned: Planned, secret: str, attempt: int) -> dict[str, str]:
+def signed_headers(planned: Planned, secret: str, attempt: int, url: str = "") -> dict[str, str]:
     """Headers of one attempt: provider headers + a fresh signature (and Slack's retry hints)."""
     from webhook_pipeline_ops.samples import sign
 
     headers = dict(planned.headers)
-    headers.setdefault("user-agent", f"webhook-pipeline-simulator ({planned.source.scheme})")
-    if attempt and planned.source.scheme == "slack":
+    provider = planned.source.provider.name
+    headers.setdefault("user-agent", f"webhook-pipeline-simulator ({provider})")
+    if attempt and provider == "slack":
         headers |= {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_timeout"}
     headers |= sign(
         planned.source,
@@ -263,6 +276,7 @@ def signed_headers(planned: Planned, secret: str, attempt: int) -> dict[str, str
         secret,
         timestamp=int(time.time()),
         delivery_id=planned.delivery_id,
+        url=url,
     )
     return headers
 
@@ -291,12 +305,12 @@ def post(
 
 def deliver(
     planned: Planned, *, base_url: str, secret: str, timeout: float, retries: int
-) -> Outcome:
+) -> SendResult:
     """Send one delivery, resending it like a provider after a timeout/5xx (``retries`` times)."""
-    outcome = Outcome(planned)
+    outcome = SendResult(planned)
     url = source_url(base_url, planned.source.name)
     for attempt in range(retries + 1):
-        headers = signed_headers(planned, secret, attempt)
+        headers = signed_headers(planned, secret, attempt, url)
         status, resp_headers, text, ms = post(url, planned.body, headers, timeout)
         outcome.attempts.append(Attempt(status, ms, text))
         if status is not None and status < 500:
@@ -323,7 +337,7 @@ def send_all(
 ) -> Summary:
     """Send ``planned`` in order (paced at ``rate``/s, or all at once with ``burst``)."""
     started = time.perf_counter()
-    outcomes: list[Outcome | None] = [None] * len(planned)
+    outcomes: list[SendResult | None] = [None] * len(planned)
     workers = max(1, min(len(planned) or 1, 64 if burst else concurrency))
 
     def job(index: int) -> None:
@@ -420,9 +434,9 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
-    from webhook_pipeline.signatures import SCHEMES
+    from webhook_pipeline_ops.samples import example_sources
 
-    all_sources = load_sources(args.sources_file, known_schemes=set(SCHEMES))
+    all_sources = example_sources(args.sources_file)
     names = [n.strip() for item in (args.source or []) for n in item.split(",") if n.strip()]
     names = names or list(all_sources)
     unknown = [n for n in names if n not in all_sources]
@@ -449,6 +463,7 @@ def _cmd_send(args: argparse.Namespace) -> int:
             print(f"webhook-pipeline send: no secret for {missing}; pass --secret", file=sys.stderr)
             return 1
     rng = random.Random(args.seed)  # noqa: S311
+    base_url = args.url or default_base_url()
     planned = plan(
         [all_sources[n] for n in names],
         count=args.count,
@@ -456,8 +471,8 @@ def _cmd_send(args: argparse.Namespace) -> int:
         duplicates=args.duplicates,
         out_of_order=args.out_of_order,
         rng=rng,
+        base_url=base_url,
     )
-    base_url = args.url or default_base_url()
     summary = send_all(
         planned,
         base_url=base_url,

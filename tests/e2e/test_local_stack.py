@@ -315,12 +315,12 @@ def test_simulator_mixed_traffic_every_unique_delivery_recorded_once(
 ) -> None:
     import random
 
-    from webhook_pipeline.signatures import SCHEMES
-    from webhook_pipeline.sources import load_sources
+    from webhook_pipeline_ops.samples import example_sources
     from webhook_pipeline_ops.simulator import plan, send_all
 
-    # Given every example source, duplicates and out-of-order pairs on two resources each
-    sources = load_sources(known_schemes=set(SCHEMES))
+    # Given every example source (one per provider), duplicates and out-of-order pairs on two
+    # resources each
+    sources = example_sources()
     planned = plan(
         list(sources.values()),
         count=4,

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+import botocore.client
 import pytest
 
 from tests.helpers import load_function
@@ -38,3 +39,17 @@ def make_ingest(
 @pytest.fixture
 def ingest(make_ingest: Callable[..., IngestHarness]) -> IngestHarness:
     return make_ingest()
+
+
+@pytest.fixture
+def aws_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every AWS API call made through botocore during the test, as (service, operation)."""
+    calls: list[tuple[str, str]] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def recording(self, operation_name, api_params):
+        calls.append((self.meta.service_model.service_name, operation_name))
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+    return calls

@@ -16,12 +16,14 @@ import pytest
 import redis
 from webhook_pipeline.adapters.redis_gate import RedisGate, redis_client
 from webhook_pipeline.errors import GateUnavailableError
-from webhook_pipeline.ingest.claims import ClaimOutcome, gate_key
+from webhook_pipeline.ingest.claims import Claim, ClaimOutcome, gate_key
 from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
 
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.integration
+
+DIGEST = "0" * 64  # content digest carried by the claims of these tests
 
 
 def cluster_port() -> int:
@@ -124,12 +126,12 @@ def test_claim_confirm_release_through_the_cluster_client(cluster_url: str) -> N
     gate = RedisGate(client_factory=lambda: redis_client(cluster_url, 500, 500, cluster_mode=True))
     assert type(gate.client).__name__ == "RedisCluster"
     key = gate_key("whd:", "github", "cluster-1")
-    assert gate.claim(key, "t1", 30) is ClaimOutcome.CLAIMED
-    assert gate.claim(key, "t2", 30) is ClaimOutcome.IN_FLIGHT
-    assert gate.release(key, "t1") is True
-    assert gate.claim(key, "t3", 30) is ClaimOutcome.CLAIMED
-    assert gate.confirm(key, "t3", 600) is True
-    assert gate.claim(key, "t4", 30) is ClaimOutcome.DUPLICATE
+    assert gate.claim(Claim(key, "t1", DIGEST), 30).outcome is ClaimOutcome.CLAIMED
+    assert gate.claim(Claim(key, "t2", DIGEST), 30).outcome is ClaimOutcome.IN_FLIGHT
+    assert gate.release(Claim(key, "t1", DIGEST)) is True
+    assert gate.claim(Claim(key, "t3", DIGEST), 30).outcome is ClaimOutcome.CLAIMED
+    assert gate.confirm(Claim(key, "t3", DIGEST), 600) is True
+    assert gate.claim(Claim(key, "t4", DIGEST), 30).outcome is ClaimOutcome.DUPLICATE
 
 
 def test_ingest_in_cluster_mode_accepts_then_deduplicates(make_ingest, cluster_url: str) -> None:
@@ -155,7 +157,7 @@ def test_gate_wraps_cluster_errors() -> None:
         client_factory=lambda: redis_client(f"redis://127.0.0.1:{free_port()}/0", 100, 100, True)
     )
     with pytest.raises(GateUnavailableError):
-        gate.claim("k", "t", 5)
+        gate.claim(Claim("k", "t", DIGEST), 5)
 
 
 def test_cluster_stopped_mid_run_fails_open_and_the_gate_recovers(

@@ -28,8 +28,8 @@ from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import GateUnavailableError, InvalidReplayRequestError
 from webhook_pipeline.hooks import registry
 from webhook_pipeline.ingest.claims import gate_key
+from webhook_pipeline.providers.crypto import hmac_digest
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline.signatures.base import hmac_digest
 from webhook_pipeline_ops.samples import (
     DEV_SECRETS,
     SampleDelivery,
@@ -59,6 +59,13 @@ def stripe_body(doc: dict[str, Any]) -> bytes:
 def status(harness: IngestHarness, event: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     response = harness.invoke(event)
     return response["statusCode"], json.loads(response["body"])
+
+
+def json_of_size(size: int) -> bytes:
+    """A JSON object of exactly ``size`` bytes (``size`` >= 10)."""
+    body = b'{"pad":"' + b"a" * (size - 10) + b'"}'
+    assert len(body) == size
+    return body
 
 
 def gate_keys(redis_url: str) -> list[bytes]:
@@ -92,16 +99,23 @@ def test_authentic_body_that_is_not_an_object_is_400_and_touches_nothing(
     assert ingest.messages() == []
 
 
-def test_body_that_is_not_utf8_is_400_for_body_fields_and_kept_exact_for_header_ids(
-    ingest: IngestHarness,
+def test_body_that_is_not_utf8_is_400_unless_the_source_declares_raw_bodies(
+    ingest: IngestHarness, make_ingest: Any, redis_url: str, tmp_path: Path
 ) -> None:
     raw = b'\xff\xfe{"id":"evt_x"}\x80'
     code, answer = status(ingest, http_api_event(delivery("stripe", body=raw), base64_body=True))
     assert (code, answer["reason"]) == (400, "body_not_utf8")
-    # GitHub reads its id from a header: the binary body is accepted and carried byte for byte
+    # GitHub's body is declared JSON: a binary body is 400 even though the id is a header.
     gh = delivery("github", body=raw)
-    assert status(ingest, http_api_event(gh, base64_body=True))[0] == 202
-    [envelope] = ingest.envelopes()
+    code, answer = status(ingest, http_api_event(gh, base64_body=True))
+    assert (code, answer["reason"]) == (400, "body_not_utf8")
+    assert gate_keys(redis_url) == [] and ingest.messages() == []
+    # A source that declares raw bodies accepts it and carries it byte for byte.
+    sources = tmp_path / "sources.toml"
+    sources.write_text('[sources.github]\nprovider = "github"\nbody_format = "raw"\n')
+    raw_ingest = make_ingest(SOURCES_FILE=str(sources))
+    assert status(raw_ingest, http_api_event(gh, base64_body=True))[0] == 202
+    [envelope] = raw_ingest.envelopes()
     assert base64.b64decode(envelope["body_b64"]) == raw
 
 
@@ -141,9 +155,9 @@ def test_body_exactly_at_the_limit_is_accepted_and_one_byte_over_is_413(
 ) -> None:
     limit = 4096
     harness = make_ingest(MAX_BODY_BYTES=limit, INLINE_BODY_MAX_BYTES=1024)
-    at_limit = delivery("github", body=b"a" * limit)
+    at_limit = delivery("github", body=json_of_size(limit))
     assert status(harness, http_api_event(at_limit))[0] == 202
-    over = delivery("github", body=b"a" * (limit + 1))
+    over = delivery("github", body=json_of_size(limit + 1))
     code, answer = status(harness, http_api_event(over))
     assert (code, answer["reason"]) == (413, "payload_too_large")
     # Only the accepted delivery reached the gate and the queue
@@ -154,8 +168,8 @@ def test_body_exactly_at_the_limit_is_accepted_and_one_byte_over_is_413(
 def test_claim_check_threshold_is_inclusive(make_ingest: Callable[..., IngestHarness]) -> None:
     threshold = 2000
     harness = make_ingest(INLINE_BODY_MAX_BYTES=threshold)
-    inline = delivery("github", body=b"i" * threshold)
-    pointer = delivery("github", body=b"p" * (threshold + 1))
+    inline = delivery("github", body=json_of_size(threshold))
+    pointer = delivery("github", body=json_of_size(threshold + 1))
     assert status(harness, http_api_event(inline))[0] == 202
     assert status(harness, http_api_event(pointer))[0] == 202
     by_id = {e["delivery_id"]: e for e in harness.envelopes()}
@@ -374,8 +388,14 @@ def test_c01_exact_bytes_are_verified_and_reserialized_bytes_are_401(ingest: Ing
 
 @pytest.mark.parametrize("make_event", [http_api_event, rest_api_event])
 def test_c02_base64_form_body_is_decoded_before_verification(
-    ingest: IngestHarness, make_event: Callable[..., dict[str, Any]]
+    make_ingest: Callable[..., IngestHarness],
+    make_event: Callable[..., dict[str, Any]],
+    tmp_path: Path,
 ) -> None:
+    # GitHub sends form bodies when a hook is configured so: the source declares it.
+    sources = tmp_path / "sources.toml"
+    sources.write_text('[sources.github]\nprovider = "github"\nbody_format = "form"\n')
+    ingest = make_ingest(SOURCES_FILE=str(sources))
     raw = base64.b64decode("dG9rZW49eHl6JnRleHQ9aGk=")
     assert raw == b"token=xyz&text=hi"
     d = delivery(
@@ -544,7 +564,7 @@ def test_malformed_secret_json_is_503_not_500(
         sm.put_secret_value(SecretId=f"{SECRETS_PREFIX}github", SecretString=value)
         response = harness.invoke(http_api_event(delivery("github")))
         assert response["statusCode"] == 503, value
-        assert json.loads(response["body"])["reason"] == "secret_unavailable"
+        assert json.loads(response["body"])["reason"] == "secret_invalid"
 
 
 # -- processor: a batch mixing every outcome ----------------------------------------------------

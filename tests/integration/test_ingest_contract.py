@@ -116,8 +116,8 @@ def test_unknown_source_is_404(ingest: IngestHarness) -> None:
 def test_disabled_source_is_404(make_ingest, tmp_path) -> None:
     text = (SOURCES_FILE := _sources_file()).read_text()
     patched = text.replace(
-        '[sources.github]\nscheme = "github"',
-        '[sources.github]\nscheme = "github"\nenabled = false',
+        '[sources.github]\nprovider = "github"',
+        '[sources.github]\nprovider = "github"\nenabled = false',
     )
     assert patched != text
     (tmp_path / "sources.toml").write_text(patched)
@@ -284,14 +284,14 @@ def test_meta_notification_is_accepted_and_deduplicated_on_its_body_digest(inges
 
 
 def test_meta_get_hub_challenge_is_answered_as_plain_text_with_the_right_token(ingest) -> None:
-    from webhook_pipeline_ops.samples import DEV_VERIFY_TOKENS, subscription_get_event
+    from webhook_pipeline_ops.samples import dev_verify_token, subscription_get_event
 
     ok = ingest.invoke(
         subscription_get_event(
             "meta",
             {
                 "hub.mode": "subscribe",
-                "hub.verify_token": DEV_VERIFY_TOKENS["meta"],
+                "hub.verify_token": dev_verify_token("meta"),
                 "hub.challenge": "1158201444",
             },
         )

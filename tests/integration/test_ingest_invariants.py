@@ -8,55 +8,28 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from hashlib import sha1
 
-import botocore.client
 import pytest
 import redis
 from botocore.exceptions import ClientError
+from webhook_pipeline.adapters.redis_gate import CLAIM_SCRIPT as CLAIM
+from webhook_pipeline.adapters.redis_gate import CONFIRM_SCRIPT as CONFIRM
 from webhook_pipeline.adapters.redis_gate import RedisGate
-from webhook_pipeline.ingest.claims import ClaimOutcome, gate_key
+from webhook_pipeline.ingest.claims import Claim, ClaimOutcome, gate_key
 from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
 
+from tests.helpers import data_commands, metric_total
 from tests.integration.ingest_harness import IngestHarness
 
 pytestmark = pytest.mark.integration
+
+DIGEST = "0" * 64  # content digest carried by the claims of these tests
 SOURCES = example_sources()
 
 
 def event_for(source: str = "github", **kw):
     return http_api_event(signed_delivery(SOURCES[source], **kw))
-
-
-def data_commands(stats: dict) -> dict[str, int]:
-    """Calls per command from INFO commandstats, without the test's own CONFIG/INFO."""
-    return {
-        k: v["calls"]
-        for k, v in stats.items()
-        if not k.startswith(("cmdstat_config", "cmdstat_info"))
-    }
-
-
-def metric_total(stdout: str, name: str) -> float:
-    total = 0.0
-    for line in stdout.splitlines():
-        if line.startswith("{") and '"_aws"' in line:
-            value = json.loads(line).get(name, 0)
-            total += sum(value) if isinstance(value, list) else value
-    return total
-
-
-@pytest.fixture
-def aws_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
-    """Every AWS API call made through botocore during the test, as (service, operation)."""
-    calls: list[tuple[str, str]] = []
-    original = botocore.client.BaseClient._make_api_call
-
-    def recording(self, operation_name, api_params):
-        calls.append((self.meta.service_model.service_name, operation_name))
-        return original(self, operation_name, api_params)
-
-    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
-    return calls
 
 
 def throttle(*_args, **_kwargs):
@@ -126,7 +99,7 @@ def test_a_pending_claim_of_another_request_is_503_in_flight_not_duplicate(
     # Given another invocation claimed the delivery and has not enqueued it yet (or crashed)
     gate = RedisGate(redis.Redis.from_url(redis_url))
     key = gate_key("whd:", "github", "in-flight-1")
-    assert gate.claim(key, "other-token", 30) is ClaimOutcome.CLAIMED
+    assert gate.claim(Claim(key, "other-token", DIGEST), 30).outcome is ClaimOutcome.CLAIMED
     # When the sender's retry arrives
     response = ingest.invoke(event_for("github", delivery_id="in-flight-1"))
     # Then it is told to retry (I1: never "duplicate" before a copy is durably enqueued)
@@ -142,9 +115,9 @@ def test_pending_claim_ttl_is_short_and_confirmed_claim_covers_the_retry_horizon
     client = redis.Redis.from_url(redis_url)
     gate = RedisGate(client)
     key = gate_key("whd:", "github", "ttl-check")
-    gate.claim(key, "tok", 30)
+    gate.claim(Claim(key, "tok", DIGEST), 30)
     assert 0 < client.ttl(key) <= 30
-    gate.release(key, "tok")
+    gate.release(Claim(key, "tok", DIGEST))
     assert ingest.invoke(event_for("github", delivery_id="ttl-check"))["statusCode"] == 202
     assert client.ttl(key) > 259_200 - 60
     assert client.get(key).startswith(b"d:")
@@ -154,11 +127,11 @@ def test_release_never_deletes_a_claim_taken_over_by_another_token(redis_url) ->
     client = redis.Redis.from_url(redis_url)
     gate = RedisGate(client)
     key = gate_key("whd:", "github", "takeover")
-    gate.claim(key, "mine", 30)
+    gate.claim(Claim(key, "mine", DIGEST), 30)
     client.set(key, "p:theirs")  # our claim expired and another invocation claimed it
-    assert gate.release(key, "mine") is False
+    assert gate.release(Claim(key, "mine", DIGEST)) is False
     assert client.get(key) == b"p:theirs"
-    assert gate.confirm(key, "mine", 600) is False
+    assert gate.confirm(Claim(key, "mine", DIGEST), 600) is False
     assert client.get(key) == b"p:theirs"
 
 
@@ -225,14 +198,16 @@ def test_i6_accepting_costs_two_redis_commands_one_sqs_call_and_nothing_else(
     original = client.execute_command
 
     def recording(*args, **kwargs):
-        sent.append(str(args[0]))
+        sent.append(" ".join(str(a) for a in args[:2]))
         return original(*args, **kwargs)
+
+    claim_sha, confirm_sha = (sha1(script.encode()).hexdigest() for script in (CLAIM, CONFIRM))
 
     monkeypatch.setattr(client, "execute_command", recording)
     aws_calls.clear()
     assert ingest.invoke(event_for("github"))["statusCode"] == 202
-    # Commands sent to Redis (round trips): the claim and the confirm script
-    assert sent == ["SET", "EVALSHA"]
+    # Commands sent to Redis (round trips): the claim and the confirm script, one EVALSHA each
+    assert sent == [f"EVALSHA {claim_sha}", f"EVALSHA {confirm_sha}"]
     assert aws_calls == [("sqs", "SendMessage")]
     sent.clear()
     aws_calls.clear()
@@ -241,7 +216,7 @@ def test_i6_accepting_costs_two_redis_commands_one_sqs_call_and_nothing_else(
     sent.clear()
     aws_calls.clear()
     assert ingest.invoke(event)["statusCode"] == 200
-    assert sent == ["SET"]
+    assert sent == [f"EVALSHA {claim_sha}"]
     assert aws_calls == []
 
 

@@ -111,5 +111,5 @@ def test_a_malformed_previous_secret_is_503_for_forged_requests_not_500(make_ing
     )
     assert valid["statusCode"] == 202
     assert forged["statusCode"] == 503
-    assert reason(forged) == "secret_unavailable"
+    assert reason(forged) == "secret_invalid"
     assert "retry-after" in forged["headers"]

@@ -311,6 +311,44 @@ def test_same_delivery_across_batches_is_a_duplicate_the_second_time(
     assert metric_totals(capsys.readouterr().out) == {"Applied": 1, "Duplicate": 1}
 
 
+def test_a_copy_with_another_body_is_a_duplicate_counted_and_noted_on_the_record(
+    processor: ModuleType,
+    store: DynamoDBDeliveryStore,
+    capsys: pytest.CaptureFixture[str],
+    log_lines: list[dict[str, Any]],
+) -> None:
+    # Case C13 behind a bypassed gate (Redis down): the processor notices it too.
+    first = envelope("evt_twice", resource=None, body=b'{"id":"evt_twice","v":1}')
+    other = envelope("evt_twice", resource=None, body=b'{"id":"evt_twice","v":2}')
+    assert failed_ids(invoke(processor, sqs_record(first))) == []
+    assert failed_ids(invoke(processor, sqs_record(first))) == []  # same body: not a mismatch
+    assert "duplicate_body_mismatches" not in store.get_delivery("stripe", "evt_twice")
+    assert failed_ids(invoke(processor, sqs_record(other))) == []
+    totals = metric_totals(capsys.readouterr().out)
+    assert totals == {"Applied": 1, "Duplicate": 2, "DuplicateBodyMismatch": 1}
+    record = store.get_delivery("stripe", "evt_twice")
+    assert record["outcome"] == "applied" and record["duplicate_body_mismatches"] == 1
+    other_sha = hashlib.sha256(b'{"id":"evt_twice","v":2}').hexdigest()
+    assert record["last_mismatch_sha256"] == other_sha
+    assert record["content_sha256"] == hashlib.sha256(b'{"id":"evt_twice","v":1}').hexdigest()
+    warning = next(x for x in log_lines if "different body" in x["message"])
+    assert warning["received_sha256"] == other_sha
+    assert '"v":2' not in " ".join(str(v) for line in log_lines for v in line.values())
+
+
+def test_the_content_digest_of_the_envelope_is_what_duplicates_are_compared_with(
+    processor: ModuleType, store: DynamoDBDeliveryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A provider with volatile fields sends a content digest that ignores them: two copies
+    # whose raw bytes differ but whose content digests agree are not a mismatch.
+    digest = "ab" * 32
+    first = envelope("evt_vol", resource=None, body=b'{"a":1}', content_sha256=digest)
+    retry = envelope("evt_vol", resource=None, body=b'{"a":1,"attempt":2}', content_sha256=digest)
+    assert failed_ids(invoke(processor, sqs_record(first), sqs_record(retry))) == []
+    assert metric_totals(capsys.readouterr().out) == {"Applied": 1, "Duplicate": 1}
+    assert store.get_delivery("stripe", "evt_vol")["content_sha256"] == digest
+
+
 def test_sequence_3_2_4_is_applied_stale_applied_with_final_watermark_4(
     logs: io.StringIO,
     processor: ModuleType,

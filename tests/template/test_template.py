@@ -637,6 +637,8 @@ def test_processor_and_ingest_alarms(alarms: dict[str, dict[str, Any]]) -> None:
     assert _find(alarms, "AWS/ApiGateway", "5xx", ApiId={"Ref": "WebhookApi"})
 
 
+#: Metrics both the ingest function and the processor emit.
+BOTH_FUNCTIONS_METRICS = {"DuplicateBodyMismatch"}
 PROCESSOR_METRICS = {
     "Applied",
     "Duplicate",
@@ -665,9 +667,26 @@ def test_pipeline_metric_alarms_use_the_emitting_function_service_dimension(
     assert alarm["ComparisonOperator"] == "GreaterThanUpperThreshold"
     for alarm in alarms.values():
         for namespace, metric, dims in _alarm_metrics(alarm):
-            if namespace == "WebhookPipeline":
+            if namespace != "WebhookPipeline":
+                continue
+            if metric in BOTH_FUNCTIONS_METRICS:
+                assert dims in ({"service": service}, {"service": processor_service}), metric
+            else:
                 emitter = processor_service if metric in PROCESSOR_METRICS else service
                 assert dims == {"service": emitter}, metric
+
+
+def test_secret_and_body_mismatch_alarms(
+    alarms: dict[str, dict[str, Any]], template: dict[str, Any]
+) -> None:
+    ingest = env(template, "IngestFunction")["POWERTOOLS_SERVICE_NAME"]
+    processor = env(template, "ProcessorFunction")["POWERTOOLS_SERVICE_NAME"]
+    assert _find(alarms, "WebhookPipeline", "SecretInvalid", service=ingest)
+    # A duplicate with another body is noticed at the gate and, behind a bypassed gate, in the
+    # processor: one alarm sums both.
+    at_gate = _find(alarms, "WebhookPipeline", "DuplicateBodyMismatch", service=ingest)
+    in_processor = _find(alarms, "WebhookPipeline", "DuplicateBodyMismatch", service=processor)
+    assert at_gate and at_gate == in_processor
 
 
 def test_processor_record_failures_alarm_although_the_batch_succeeds(

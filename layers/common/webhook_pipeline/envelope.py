@@ -57,6 +57,12 @@ class Envelope(BaseModel):
         Size of the raw body in bytes.
     body_sha256 : str
         Hex SHA-256 of the raw body bytes.
+    content_sha256 : str | None
+        The content digest duplicates are compared with, when it differs from ``body_sha256``
+        (the provider declares volatile fields, such as HubSpot's ``attemptNumber``).
+    batch_index, batch_count : int | None
+        For one event of a batched POST (many events in one request): its position and the
+        number of events in that POST.
     replay_count : int
         How many times the replay function has sent this envelope back to the main queue.
     gate : Literal["claimed", "bypassed", "replayed"]
@@ -78,6 +84,9 @@ class Envelope(BaseModel):
     body_ref: BodyPointer | None = None
     body_size: StrictInt = Field(ge=0)
     body_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    batch_index: StrictInt | None = Field(default=None, ge=0)
+    batch_count: StrictInt | None = Field(default=None, ge=1)
     replay_count: int = Field(default=0, ge=0)
     gate: Literal["claimed", "bypassed", "replayed"] = "claimed"
 
@@ -87,7 +96,14 @@ class Envelope(BaseModel):
             raise ValueError("exactly one of body_b64 and body_ref")
         if (self.resource_key is None) != (self.sequence is None):
             raise ValueError("resource_key and sequence go together")
+        if (self.batch_index is None) != (self.batch_count is None):
+            raise ValueError("batch_index and batch_count go together")
         return self
+
+    @property
+    def content_digest(self) -> str:
+        """The digest two copies of this delivery are compared with."""
+        return self.content_sha256 or self.body_sha256
 
     def to_json(self) -> str:
         """Serialize for an SQS message body (compact JSON)."""
@@ -100,15 +116,20 @@ class Envelope(BaseModel):
         Raises
         ------
         MalformedEnvelopeError
-            Not JSON, or not a valid envelope of a known schema version.
+            Not JSON, or not a valid envelope of a known schema version. The message names the
+            fields and error types only, never their values (a body must not reach a log line,
+            a failure note or ``dlq peek`` through an error message).
         """
         try:
             return cls.model_validate_json(text)
         except ValidationError as exc:
+            problems = [
+                f"{'.'.join(str(p) for p in err['loc']) or 'envelope'}: {err['type']}"
+                for err in exc.errors(include_url=False, include_input=False, include_context=False)
+            ]
             raise MalformedEnvelopeError(
-                f"not a valid envelope: {exc.error_count()} error(s): "
-                f"{exc.errors(include_url=False)[:3]}"
-            ) from exc
+                f"not a valid envelope: {exc.error_count()} error(s): {'; '.join(problems[:5])}"
+            ) from None
 
 
 def sha256_hex(data: bytes) -> str:

@@ -135,6 +135,15 @@ class GateClosedError(IngestError):
     reason = "gate_unavailable"
 
 
+class SecretInvalidError(IngestError):
+    """The stored secret is not in the provider's format (``whsec_!!!!``, a key too short): a
+    configuration error for the operator (``SecretInvalid`` metric); 503 so the sender retries
+    once it is fixed."""
+
+    status = 503
+    reason = "secret_invalid"
+
+
 class SecretUnavailableError(IngestError):
     """The secret could not be read (missing, throttled, timeout): 503, the sender retries."""
 

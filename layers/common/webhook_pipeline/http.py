@@ -12,6 +12,7 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from aws_lambda_powertools.utilities.data_classes import (
     APIGatewayProxyEvent,
@@ -38,6 +39,12 @@ class WebhookRequest:
         The exact received body bytes.
     query : Mapping[str, str]
         Query string parameters (last value wins for repeats).
+    path : str
+        The request path as received (``/webhooks/twilio``), before any stage prefix is removed.
+    raw_query : str
+        The query string exactly as received (without ``?``), for providers that sign the URL.
+    host : str
+        The ``Host`` the sender called (the API's domain name when API Gateway gives no header).
     """
 
     method: str
@@ -45,6 +52,9 @@ class WebhookRequest:
     headers: Mapping[str, str]
     body: bytes
     query: Mapping[str, str] = field(default_factory=dict)
+    path: str = ""
+    raw_query: str = ""
+    host: str = ""
 
     def header(self, name: str) -> str | None:
         """Return the header ``name`` (any case) or ``None`` when absent."""
@@ -63,7 +73,10 @@ def _decode_body(body: str | None, is_base64: bool) -> bytes:
     if body is None:
         return b""
     if not is_base64:
-        return body.encode("utf-8")
+        try:
+            return body.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800") in the event's JSON
+            raise BadDeliveryError("body_not_utf8", "body is not valid Unicode text") from exc
     try:
         return base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -99,6 +112,9 @@ def request_from_event(event: Mapping[str, Any]) -> WebhookRequest:
         query = dict(v2.query_string_parameters or {})
         is_b64 = v2.is_base64_encoded
         params = v2.path_parameters or {}
+        path = str(raw.get("rawPath") or "")
+        raw_query = str(raw.get("rawQueryString") or "")
+        domain = str((raw.get("requestContext") or {}).get("domainName") or "")
     else:
         v1 = APIGatewayProxyEvent(raw)
         method = v1.http_method
@@ -110,10 +126,21 @@ def request_from_event(event: Mapping[str, Any]) -> WebhookRequest:
         query = dict(v1.query_string_parameters or {})
         is_b64 = bool(v1.is_base64_encoded)
         params = v1.path_parameters or {}
+        path = str(raw.get("path") or "")
+        multi_query = raw.get("multiValueQueryStringParameters") or {}
+        raw_query = urlencode(
+            [(k, v) for k, values in multi_query.items() for v in (values or [])]
+            or list(query.items())
+        )
+        domain = str((raw.get("requestContext") or {}).get("domainName") or "")
+    headers = _fold_headers([(str(k), str(v)) for k, v in pairs])
     return WebhookRequest(
         method=(method or "POST").upper(),
         source=str(params.get("source", "")),
-        headers=_fold_headers([(str(k), str(v)) for k, v in pairs]),
+        headers=headers,
         body=_decode_body(raw.get("body"), bool(is_b64)),
         query=query,
+        path=path,
+        raw_query=raw_query,
+        host=headers.get("host") or str(domain or ""),
     )

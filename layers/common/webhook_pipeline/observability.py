@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "WebhookPipeline")
 
@@ -43,6 +43,9 @@ class MetricName:
     PROCESSOR_BUG = "ProcessorBug"
     HOOK_FAILED = "HookFailed"
     HOOK_COMPLETED = "HookCompleted"
+    SECRET_INVALID = "SecretInvalid"  # noqa: S105 - a metric name
+    DUPLICATE_BODY_MISMATCH = "DuplicateBodyMismatch"
+    HANDSHAKE_ANSWERED = "HandshakeAnswered"
 
 
 def count(name: str, value: float = 1) -> None:
@@ -50,4 +53,23 @@ def count(name: str, value: float = 1) -> None:
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
-__all__ = ["NAMESPACE", "MetricName", "MetricUnit", "count", "logger", "metrics", "tracer"]
+def count_by(name: str, value: float = 1, **dimensions: str) -> None:
+    """Emit the count metric ``name`` with its own ``dimensions`` right away (one EMF line), so
+    the other metrics of the invocation keep theirs."""
+    with single_metric(
+        name=name, unit=MetricUnit.Count, value=value, namespace=NAMESPACE
+    ) as metric:
+        for key, dimension in dimensions.items():
+            metric.add_dimension(name=key, value=dimension)
+
+
+__all__ = [
+    "NAMESPACE",
+    "MetricName",
+    "MetricUnit",
+    "count",
+    "count_by",
+    "logger",
+    "metrics",
+    "tracer",
+]

@@ -26,34 +26,48 @@ class SourceSecret:
         ``[current]`` or ``[current, previous]``.
     verify_token : str | None
         Token of a ``GET`` subscription handshake, when the source has one.
+    invalid_previous : bool
+        A ``previous`` value was stored but is not usable by the provider (it is left out of
+        ``signing``).
     """
 
     signing: list[str]
     verify_token: str | None = None
+    invalid_previous: bool = False
 
 
 def parse_secret(value: str) -> SourceSecret:
     """Parse a stored secret value (plain string, or the JSON object described above).
 
+    Surrounding whitespace is removed from the value and from each of ``current``,
+    ``previous`` and ``verify_token`` (a trailing newline, as ``echo`` and many consoles add,
+    must not make every genuine delivery fail), and the stripped values are the ones used.
+
     Raises
     ------
     ValueError
-        JSON object without a non-empty string ``current``, a non-string ``previous`` or
-        ``verify_token``, unknown keys, or an empty value.
+        Not valid JSON where it starts with ``{``; a JSON object without a non-empty string
+        ``current``, with a non-string or empty ``previous`` or ``verify_token``, or with
+        unknown keys; an empty value.
     """
     text = value.strip()
     if text.startswith("{"):
         doc = json.loads(text)
+        if not isinstance(doc, dict):
+            raise ValueError("secret JSON must be an object")
         unknown = set(doc) - {"current", "previous", "verify_token"}
         if unknown:
             raise ValueError(f"secret JSON has unknown keys {sorted(unknown)}")
-        current, previous, token = doc.get("current"), doc.get("previous"), doc.get("verify_token")
-        if not isinstance(current, str) or not current:
-            raise ValueError("secret JSON needs a non-empty string 'current'")
-        for name, item in (("previous", previous), ("verify_token", token)):
-            if item is not None and (not isinstance(item, str) or not item):
+        fields: dict[str, str | None] = {}
+        for name in ("current", "previous", "verify_token"):
+            item = doc.get(name)
+            if item is not None and (not isinstance(item, str) or not item.strip()):
                 raise ValueError(f"secret JSON '{name}' must be a non-empty string when present")
-        return SourceSecret([current, previous] if previous else [current], token)
+            fields[name] = item.strip() if isinstance(item, str) else None
+        current, previous = fields["current"], fields["previous"]
+        if current is None:
+            raise ValueError("secret JSON needs a non-empty string 'current'")
+        return SourceSecret([current, previous] if previous else [current], fields["verify_token"])
     if not text:
         raise ValueError("empty secret value")
-    return SourceSecret([value])
+    return SourceSecret([text])

@@ -118,6 +118,9 @@ class IngestSettings(AwsClientSettings):
         Cache lifetime of secret values, seconds.
     sources_file : Path | None
         Sources file; default ``sources.toml`` next to the package.
+    sources_catalogue : bool
+        ``SOURCES_CATALOGUE``: also serve every registered provider that no source uses, under
+        its own name (local development only; see :func:`webhook_pipeline.sources.load_sources`).
     provider_modules : str
         Comma-separated dotted names of extra provider modules to import (your own providers).
     redis_key_prefix : str
@@ -148,6 +151,7 @@ class IngestSettings(AwsClientSettings):
     retry_after_seconds: int = Field(default=5, ge=1, le=3_600)
     secrets_max_age_seconds: int = Field(default=300, ge=0, le=86_400)
     sources_file: Path | None = None
+    sources_catalogue: bool = False
     provider_modules: str = ""
     redis_key_prefix: str = "whd:"
     ingest_time_budget_ms: int = Field(default=4_000, ge=100, le=29_000)

@@ -1,102 +1,83 @@
-"""Source definitions: who may send webhooks, with which signature scheme, and where the
-delivery id, event type, resource key and sequence value are found in a delivery.
+"""Source definitions: who may send webhooks, through which provider, with which overrides.
 
 Definitions live in a versioned TOML file deployed with the code (``layers/common/sources.toml``,
 which lands at ``/opt/python/sources.toml`` in the layer). The file is validated once at cold
 start; any error fails the init loudly (:class:`ConfigurationError`). Secret *values* never appear
 here: a source names its secret in AWS Secrets Manager.
 
-Example::
+A source is mostly its provider: the provider module declares where the delivery id, event type,
+resource key and sequence are, the body format and the tolerance. A source chooses its name, its
+provider and secret, and overrides what it needs::
 
     [sources.stripe]
-    scheme = "stripe"
-    tolerance_seconds = 300
-    delivery_id = { body = "id" }
-    event_type = { body = "type" }
-    resource_key = { body = "data.object.id" }
-    sequence = { body = "created" }
+    provider = "stripe"
+
+    [sources.stripe-connect]
+    provider = "stripe"
+    secret = "stripe-connect"
+    tolerance_seconds = 120
+
+Identity rules (invariant I8), enforced here:
+
+- where the provider signs a delivery id, the delivery id IS that id: a source may not read it
+  from another location;
+- a source whose delivery id (or resource key or sequence) is read from unsigned material loads
+  with a loud warning naming the risk, or fails to load with ``require_signed_id = true``;
+- the body format is the source's (``json`` | ``form`` | ``raw``), never ``Content-Type``.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import tomllib
-from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qs
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from webhook_pipeline.errors import BadDeliveryError, ConfigurationError
-from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.errors import ConfigurationError
+from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.observability import logger
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.registry import (
+    all_providers,
+    load_provider_modules,
+    provider_class,
+)
+from webhook_pipeline.secrets import SourceSecret
 
 DEFAULT_SOURCES_FILE = Path(__file__).resolve().parent.parent / "sources.toml"
-MAX_DELIVERY_ID_LENGTH = 256
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Sequences are stored as DynamoDB numbers: 38 significant digits at most.
-MAX_SEQUENCE_DIGITS = 38
 SOURCE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
-
-
-class FieldLocation(BaseModel):
-    """Where one value of a delivery is read from: exactly one of the three ways.
-
-    Attributes
-    ----------
-    header : str | list[str] | None
-        A header name (any case), or several alternatives of which the first present wins
-        (``["webhook-id", "svix-id"]``).
-    body : str | None
-        A dotted path into the JSON body (``"data.object.id"``), or a field name of an
-        ``application/x-www-form-urlencoded`` body.
-    digest : Literal["sha256"] | None
-        The hex SHA-256 of the raw body bytes: for senders that give no delivery id at all.
-    format : Literal["int", "iso8601", "string"]
-        How a sequence value is read: ``int`` (plain integer), ``iso8601`` (converted to integer
-        microseconds since the epoch), ``string`` (for ids and event types).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    header: str | list[str] | None = None
-    body: str | None = None
-    digest: Literal["sha256"] | None = None
-    format: Literal["int", "iso8601", "string"] = "string"
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> FieldLocation:
-        given = [x for x in (self.header, self.body, self.digest) if x]
-        if len(given) != 1:
-            raise ValueError("give exactly one of header, body, digest")
-        return self
+#: Longest done-claim TTL a source may ask for (seconds); the deployment caps it further.
+MAX_SOURCE_TTL_SECONDS = 90 * 86_400
 
 
 class Source(BaseModel):
-    """One named sender configuration.
+    """One ``[sources.<name>]`` table as written.
 
     Attributes
     ----------
     name : str
         The ``{source}`` path segment; also the default secret name suffix.
-    scheme : str
-        Signature scheme name (see ``webhook_pipeline.signatures.registry.SCHEMES``).
-    scheme_options : dict
-        Scheme-specific options (the generic HMAC scheme's header, algorithm, encoding...).
+    provider : str
+        Provider name (see ``webhook_pipeline.providers``).
+    options : dict
+        Provider options (the generic HMAC provider's header, algorithm, encoding...).
     secret : str
-        Secret name under the stack's secrets prefix; defaults to ``name``. The secret value is
-        either a plain string or JSON ``{"current": "...", "previous": "..."}``.
+        Secret name under the stack's secrets prefix; defaults to ``name``.
     tolerance_seconds : int | None
-        Timestamp tolerance in seconds (both directions); the scheme's default when unset.
-    delivery_id : FieldLocation
-        Where the delivery id is. Required.
-    event_type, resource_key, sequence : FieldLocation | None
-        Optional: event type; the resource whose order matters; its ordering value.
+        Timestamp tolerance in seconds (both directions); the provider's default when unset.
+    delivery_id, event_type, resource_key, sequence : FieldLocation | None
+        Overrides of the provider's field locations.
+    body_format : {"json", "form", "raw"} | None
+        Override of the provider's body format.
+    dedup_ttl_seconds : int | None
+        Done-claim TTL in seconds; the provider's retry horizon when unset.
     forward_headers : list[str]
-        Headers copied into the envelope (lower-cased) besides the scheme's own.
+        Headers copied into the envelope (lower-cased) besides the provider's own.
+    require_signed_id : bool
+        Refuse to load when the delivery id is read from unsigned material.
     enabled : bool
         Disabled sources answer 404.
     """
@@ -104,15 +85,18 @@ class Source(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(pattern=SOURCE_NAME_PATTERN)
-    scheme: str
-    scheme_options: dict[str, Any] = Field(default_factory=dict)
+    provider: str
+    options: dict[str, Any] = Field(default_factory=dict)
     secret: str = ""
     tolerance_seconds: int | None = Field(default=None, gt=0, le=86_400)
-    delivery_id: FieldLocation
+    delivery_id: FieldLocation | None = None
     event_type: FieldLocation | None = None
     resource_key: FieldLocation | None = None
     sequence: FieldLocation | None = None
+    body_format: Literal["json", "form", "raw"] | None = None
+    dedup_ttl_seconds: int | None = Field(default=None, ge=60, le=MAX_SOURCE_TTL_SECONDS)
     forward_headers: list[str] = Field(default_factory=list)
+    require_signed_id: bool = False
     enabled: bool = True
 
     @field_validator("forward_headers")
@@ -120,68 +104,213 @@ class Source(BaseModel):
     def _lower(cls, value: list[str]) -> list[str]:
         return [h.lower() for h in value]
 
-    @model_validator(mode="after")
-    def _defaults(self) -> Source:
-        if not self.secret:
-            object.__setattr__(self, "secret", self.name)
-        if (self.sequence is None) != (self.resource_key is None):
-            raise ValueError("resource_key and sequence go together: give both or neither")
-        return self
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    """A source with its provider built and every setting decided.
+
+    Attributes
+    ----------
+    name, secret : str
+        Source name and secret name.
+    provider : Provider
+        The provider, built with the source's options and tolerance.
+    delivery_id : FieldLocation
+        Where the delivery id is (``signed="id"`` when the provider signs it).
+    event_type, resource_key, sequence : FieldLocation | None
+        The other fields (resource key and sequence both or neither).
+    body_format : {"json", "form", "raw"}
+        How the body is parsed.
+    dedup_ttl_seconds : int
+        Done-claim TTL before the deployment's cap (seconds).
+    forward_headers : tuple[str, ...]
+        Lower-case names of headers copied into the envelope.
+    unsigned : tuple[str, ...]
+        The identity and ordering fields read from material the signature does not cover
+        (``"delivery_id"``, ``"resource_key"``, ``"sequence"``).
+    enabled : bool
+        Disabled sources answer 404.
+    """
+
+    name: str
+    secret: str
+    provider: Provider
+    delivery_id: FieldLocation
+    event_type: FieldLocation | None
+    resource_key: FieldLocation | None
+    sequence: FieldLocation | None
+    body_format: Literal["json", "form", "raw"]
+    dedup_ttl_seconds: int
+    forward_headers: tuple[str, ...]
+    unsigned: tuple[str, ...]
+    enabled: bool = True
+
+    @property
+    def id_is_signed(self) -> bool:
+        """Whether the delivery id comes from material the signature covered."""
+        return "delivery_id" not in self.unsigned
+
+    def secret_problem(self, secret: SourceSecret) -> str | None:
+        """Why a value of ``secret`` is unusable by this source's provider (``"the previous
+        secret: ..."``), or ``None`` when every value is in the provider's format."""
+        for index, value in enumerate(secret.signing):
+            try:
+                self.provider.validate_secret(value)
+            except ConfigurationError as exc:
+                return f"the {'current' if index == 0 else 'previous'} secret: {exc}"
+        return None
 
 
-class SourcesFile(BaseModel):
-    """The whole sources file: ``[sources.<name>]`` tables."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sources: dict[str, Source]
-
-
-def parse_sources(
-    data: Mapping[str, Any], known_schemes: set[str] | None = None
-) -> dict[str, Source]:
-    """Validate a parsed sources document and return the sources by name.
+def resolve(source: Source) -> ResolvedSource:
+    """Build ``source``'s provider and decide every setting (the rules of this module).
 
     Raises
     ------
     ConfigurationError
-        On any schema error, or a scheme name not in ``known_schemes``.
+        Unknown provider or option; a delivery id moved away from the signed one; no delivery
+        id location; resource key without sequence; body fields with ``body_format = "raw"``;
+        an unsigned delivery id with ``require_signed_id``.
+    """
+    where = f"source {source.name!r}"
+    provider = provider_class(source.provider)(source.options, source.tolerance_seconds)
+    defaults = provider.field_defaults()
+    delivery_id = _delivery_id(source, provider, defaults.delivery_id)
+    event_type = source.event_type or defaults.event_type
+    resource_key = source.resource_key or defaults.resource_key
+    sequence = source.sequence or defaults.sequence
+    if (resource_key is None) != (sequence is None):
+        raise ConfigurationError(f"{where}: resource_key and sequence go together")
+    body_format = source.body_format or defaults.body_format
+    locations = {
+        "delivery_id": delivery_id,
+        "event_type": event_type,
+        "resource_key": resource_key,
+        "sequence": sequence,
+    }
+    if body_format == "raw" and any(loc and loc.body for loc in locations.values()):
+        raise ConfigurationError(f"{where}: body fields need body_format json or form, not raw")
+    unsigned = tuple(
+        name
+        for name, loc in locations.items()
+        if name != "event_type" and loc is not None and not _covered(loc, provider)
+    )
+    if "delivery_id" in unsigned and source.require_signed_id:
+        raise ConfigurationError(
+            f"{where}: require_signed_id is set but the delivery id ({delivery_id.describe()}) "
+            f"is not covered by {provider.name}'s signature"
+        )
+    return ResolvedSource(
+        name=source.name,
+        secret=source.secret or source.name,
+        provider=provider,
+        delivery_id=delivery_id,
+        event_type=event_type,
+        resource_key=resource_key,
+        sequence=sequence,
+        body_format=body_format,
+        dedup_ttl_seconds=source.dedup_ttl_seconds or provider.retry_horizon_seconds,
+        forward_headers=tuple(dict.fromkeys((*defaults.forward_headers, *source.forward_headers))),
+        unsigned=unsigned,
+        enabled=source.enabled,
+    )
+
+
+def _delivery_id(
+    source: Source, provider: Provider, default: FieldLocation | None
+) -> FieldLocation:
+    where = f"source {source.name!r}"
+    override = source.delivery_id
+    if default is not None and default.signed:
+        signed_headers = provider.signed_header_names()
+        if override is not None and not (
+            override.signed or (override.header and override.header.lower() in signed_headers)
+        ):
+            raise ConfigurationError(
+                f"{where}: {provider.name} signs the delivery id ({provider.signs.id}); "
+                f"delivery_id may not be read from {override.describe()}"
+            )
+        return default
+    location = override or default
+    if location is None:
+        raise ConfigurationError(f"{where}: set delivery_id (provider {provider.name} has none)")
+    return location
+
+
+def _covered(location: FieldLocation, provider: Provider) -> bool:
+    """Whether the signature covers a value read from ``location`` (statically)."""
+    if location.signed:
+        return True
+    if location.body or location.digest:
+        return provider.signs.body
+    header = location.header
+    return header is not None and header.lower() in provider.signed_header_names()
+
+
+def warn_unsigned(sources: Mapping[str, ResolvedSource]) -> None:
+    """Log one WARNING per source that reads identity or ordering from unsigned material."""
+    for source in sources.values():
+        if source.unsigned:
+            logger.warning(
+                "source reads fields the signature does not cover",
+                extra={
+                    "source": source.name,
+                    "provider": source.provider.name,
+                    "unsigned_fields": list(source.unsigned),
+                    "risk": "a captured body resent with other values for these fields is not "
+                    "detected by the signature; the gate and the body-consistency check are the "
+                    "only guard",
+                    "provider_note": source.provider.signs.note,
+                },
+            )
+
+
+def parse_sources(data: Mapping[str, Any]) -> dict[str, Source]:
+    """Validate a parsed sources document and return the sources by name (not yet resolved).
+
+    Raises
+    ------
+    ConfigurationError
+        On any schema error (the message names the source and the field).
     """
     raw_sources = data.get("sources")
     if not isinstance(raw_sources, Mapping) or not raw_sources:
         raise ConfigurationError("sources file: no [sources.<name>] tables")
-    prepared = {
-        "sources": {
-            name: {**dict(body), "name": name} if isinstance(body, Mapping) else body
-            for name, body in raw_sources.items()
-        }
-    }
-    try:
-        parsed = SourcesFile.model_validate(prepared)
-    except ValidationError as exc:
-        raise ConfigurationError(f"sources file is invalid:\n{exc}") from exc
-    if known_schemes is not None:
-        unknown = {
-            s.name: s.scheme for s in parsed.sources.values() if s.scheme not in known_schemes
-        }
-        if unknown:
+    sources: dict[str, Source] = {}
+    for name, body in raw_sources.items():
+        if isinstance(body, Mapping) and "scheme" in body:
             raise ConfigurationError(
-                f"sources file: unknown signature scheme(s) {unknown}; "
-                f"known: {sorted(known_schemes)}"
+                f"source {name!r}: 'scheme' is now 'provider' (and 'scheme_options' 'options')"
             )
-    return parsed.sources
+        try:
+            sources[name] = Source.model_validate(
+                {**dict(body), "name": name} if isinstance(body, Mapping) else body
+            )
+        except ValidationError as exc:
+            raise ConfigurationError(f"source {name!r} is invalid:\n{exc}") from exc
+    return sources
 
 
 def load_sources(
-    path: str | Path | None = None, known_schemes: set[str] | None = None
-) -> dict[str, Source]:
-    """Read and validate the TOML sources file at ``path`` (default: next to the package).
+    path: str | Path | None = None,
+    provider_modules: Iterable[str] = (),
+    *,
+    catalogue: bool = False,
+) -> dict[str, ResolvedSource]:
+    """Read, validate and resolve the TOML sources file at ``path`` (default: next to the
+    package), after importing ``provider_modules`` (your own providers).
+
+    With ``catalogue`` (``SOURCES_CATALOGUE=true``: the local stack, ``sam local invoke``
+    against it), every registered provider that no source of the file uses is also served as a
+    source named after it, with the provider's ``example_options``: so the simulator, ``events/``
+    and the development secrets cover every provider without a list kept by hand. A deployed
+    stack serves only the file's sources.
 
     Raises
     ------
     ConfigurationError
-        File missing, not TOML, or invalid.
+        File missing, not TOML, or invalid (see :func:`parse_sources` and :func:`resolve`).
     """
+    load_provider_modules(provider_modules)
     file = Path(path) if path else DEFAULT_SOURCES_FILE
     try:
         with file.open("rb") as fh:
@@ -190,114 +319,12 @@ def load_sources(
         raise ConfigurationError(f"sources file not found: {file}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"sources file {file} is not valid TOML: {exc}") from exc
-    return parse_sources(data, known_schemes)
-
-
-class ParsedBody:
-    """The body parsed once (JSON object or form fields), lazily, after verification."""
-
-    def __init__(self, request: WebhookRequest) -> None:
-        self._request = request
-        self._parsed: Any = None
-        self._done = False
-
-    def value(self) -> Any:
-        if not self._done:
-            self._done = True
-            ctype = (self._request.header("content-type") or "").lower()
-            text = self._request.body.decode("utf-8", errors="strict") if self._request.body else ""
-            if "application/x-www-form-urlencoded" in ctype:
-                self._parsed = {k: v[-1] for k, v in parse_qs(text, keep_blank_values=True).items()}
-            else:
-                try:
-                    self._parsed = json.loads(text) if text else None
-                except (ValueError, RecursionError):  # not JSON, or nested past the limit
-                    self._parsed = None
-        return self._parsed
-
-
-def _dig(document: Any, path: str) -> Any:
-    node = document
-    for part in path.split("."):
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
-def extract(location: FieldLocation, request: WebhookRequest, body: ParsedBody) -> str | int | None:
-    """Read one value from a verified request.
-
-    Returns
-    -------
-    str | int | None
-        A string for ``format="string"``, an integer for ``int``/``iso8601`` (iso8601 becomes
-        integer microseconds since the epoch), or ``None`` when absent.
-
-    Raises
-    ------
-    BadDeliveryError
-        The value is present but of the wrong shape (an object where a string is expected, a
-        sequence that is not an integer or ISO-8601 timestamp, a body that is not UTF-8).
-    """
-    if location.digest:
-        return hashlib.sha256(request.body).hexdigest()
-    if location.header:
-        names = [location.header] if isinstance(location.header, str) else location.header
-        raw: Any = next((v for n in names if (v := request.header(n)) is not None), None)
-    else:
-        try:
-            raw = _dig(body.value(), location.body or "")
-        except UnicodeDecodeError as exc:
-            raise BadDeliveryError("body_not_utf8") from exc
-    if raw is None or raw == "":
-        return None
-    if isinstance(raw, str) and not _is_utf8_encodable(raw):
-        # JSON "\ud800" escapes decode to lone surrogates that no store can hold.
-        raise BadDeliveryError("field_not_utf8", f"{location} is not valid Unicode text")
-    if location.format == "string":
-        if isinstance(raw, bool) or not isinstance(raw, str | int):
-            raise BadDeliveryError("field_not_scalar", f"{location} is not a string")
-        return str(raw)
-    if location.format == "int":
-        if isinstance(raw, bool):
-            raise BadDeliveryError("sequence_invalid")
-        if (
-            isinstance(raw, str)
-            and raw.isascii()
-            and raw.isdigit()
-            and len(raw) <= MAX_SEQUENCE_DIGITS
-        ):
-            raw = int(raw)
-        if isinstance(raw, int) and abs(raw) < 10**MAX_SEQUENCE_DIGITS:
-            return raw
-        raise BadDeliveryError(
-            "sequence_invalid",
-            f"{location} is not an integer of at most {MAX_SEQUENCE_DIGITS} digits",
-        )
-    # iso8601
-    if not isinstance(raw, str):
-        raise BadDeliveryError("sequence_invalid", f"{location} is not an ISO-8601 string")
-    try:
-        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise BadDeliveryError("sequence_invalid", f"{location} is not ISO-8601") from exc
-    if parsed.tzinfo is None:
-        raise BadDeliveryError("sequence_invalid", f"{location} has no UTC offset")
-    return (parsed - _EPOCH) // timedelta(microseconds=1)
-
-
-def _is_utf8_encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def body_b64(body: bytes) -> str:
-    """Base64 (standard alphabet, padded) of raw body bytes, as carried in envelopes."""
-    return base64.b64encode(body).decode("ascii")
+    sources = {name: resolve(source) for name, source in parse_sources(data).items()}
+    if catalogue:
+        used = {s.provider.name for s in sources.values()}
+        for name, cls in all_providers().items():
+            if name not in used and name not in sources:
+                sources[name] = resolve(
+                    Source(name=name, provider=name, options=dict(cls.example_options))
+                )
+    return sources

@@ -106,13 +106,10 @@ def poison_envelope(
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from webhook_pipeline.signatures import SCHEMES
-    from webhook_pipeline.sources import load_sources
-
     from webhook_pipeline_ops import simulator
     from webhook_pipeline_ops.commands_records import get_delivery
     from webhook_pipeline_ops.local.commands import background_argv
-    from webhook_pipeline_ops.samples import payload
+    from webhook_pipeline_ops.samples import example_sources, new_id, payload
 
     if args.state_dir:
         os.environ[STATE_DIR_ENV] = str(args.state_dir)
@@ -147,7 +144,7 @@ def run_demo(args: argparse.Namespace) -> int:
     _say(f"local stack: {ready['api_url']} (pid {ready['pid']})")
     outputs = json.loads((state_dir() / OUTPUTS_FILE).read_text())
     secrets = read_secrets()
-    sources = load_sources(known_schemes=set(SCHEMES))
+    sources = example_sources()
     base_url = outputs["ApiUrl"]
     aws = _aws()
     visibility = int(ready.get("visibility_timeout") or 30)
@@ -159,11 +156,9 @@ def run_demo(args: argparse.Namespace) -> int:
     def planned(
         source: str, resource: str, sequence: int, event_type: str | None = None
     ) -> simulator.Planned:
-        from webhook_pipeline_ops.samples import _new_id
-
-        delivery_id = _new_id(source)
+        delivery_id = new_id(sources[source])
         body, headers = payload(
-            source,
+            sources[source],
             delivery_id=delivery_id,
             resource=resource,
             sequence=sequence,

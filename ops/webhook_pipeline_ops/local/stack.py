@@ -15,7 +15,6 @@ environment as a Lambda container must see it (loopback hosts -> ``host.docker.i
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import json
 import logging
@@ -31,6 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.sources import ResolvedSource
 
 from webhook_pipeline_ops.local import (
     LOG_FILE,
@@ -189,46 +191,43 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 # secrets
 
 
-def dev_secret(source_name: str, scheme: str, *, random: bool) -> str:
-    """The development signing secret of a source.
+def dev_secret(source: ResolvedSource, *, random: bool) -> tuple[str, str]:
+    """The development secret of a source: ``(signing secret, stored Secrets Manager value)``.
 
-    The documented fixed values of :data:`webhook_pipeline_ops.samples.DEV_SECRETS` (the same the
-    committed ``events/`` are signed with) unless ``random``; Standard Webhooks secrets are
-    ``whsec_`` + base64 of the key bytes.
+    The provider's documented development value (the one the committed ``events/`` are signed
+    with) unless ``random``; a random one keeps the provider's format (``whsec_`` + base64 for
+    Standard Webhooks...), and a handshake's verify token is random too.
     """
+    stored = source.provider.dev_secret_value()
+    parsed = parse_secret(stored)
     if not random:
-        with contextlib.suppress(ImportError, KeyError):
-            from webhook_pipeline_ops.samples import DEV_SECRETS
-
-            return DEV_SECRETS[source_name]
-    if scheme == "standard-webhooks":
-        return "whsec_" + base64.b64encode(random_secrets.token_bytes(24)).decode()
-    if scheme == "stripe":
-        return "whsec_" + random_secrets.token_hex(16)
-    return random_secrets.token_hex(20)
+        return parsed.signing[0], stored
+    signing = source.provider.random_secret(random_secrets.token_bytes(32))
+    if parsed.verify_token is None:
+        return signing, signing
+    return signing, json.dumps({"current": signing, "verify_token": random_secrets.token_hex(12)})
 
 
 def seed_secrets(
     secretsmanager: Any, prefix: str, sources_file: Path | None, *, random: bool
 ) -> dict[str, Any]:
-    """Create one secret per source under ``prefix``; return the ``secrets.json`` document."""
-    from webhook_pipeline.signatures import SCHEMES
-    from webhook_pipeline.sources import load_sources
+    """Create one secret per example source under ``prefix``; return the ``secrets.json``
+    document. Every provider of the registry is covered (the catalogue sources)."""
+    from webhook_pipeline_ops.samples import example_sources
 
-    sources = load_sources(sources_file, known_schemes=set(SCHEMES) or None)
     doc: dict[str, Any] = {"secrets_prefix": prefix, "sources": {}}
-    for name, source in sources.items():
-        value = dev_secret(name, source.scheme, random=random)
+    for name, source in example_sources(sources_file).items():
+        signing, stored = dev_secret(source, random=random)
         secret_id = f"{prefix}{source.secret}"
-        stored = value
-        if source.scheme == "meta":  # the GET hub.challenge handshake needs a verify token
-            from webhook_pipeline_ops.samples import DEV_VERIFY_TOKENS
-
-            token = DEV_VERIFY_TOKENS["meta"] if not random else random_secrets.token_hex(12)
-            stored = json.dumps({"current": value, "verify_token": token})
-            doc.setdefault("verify_tokens", {})[name] = token
         secretsmanager.create_secret(Name=secret_id, SecretString=stored)
-        doc["sources"][name] = {"scheme": source.scheme, "secret_id": secret_id, "secret": value}
+        token = parse_secret(stored).verify_token
+        if token is not None:
+            doc.setdefault("verify_tokens", {})[name] = token
+        doc["sources"][name] = {
+            "provider": source.provider.name,
+            "secret_id": secret_id,
+            "secret": signing,
+        }
     return doc
 
 
@@ -397,6 +396,10 @@ class LocalStack:
                 env["REDIS_URL"] = self.redis.url
                 # The local Redis is a single non-cluster server, unlike ElastiCache Serverless.
                 env["REDIS_CLUSTER_MODE"] = "false"
+            if "SOURCES_CATALOGUE" in env:
+                # Serve every provider locally (the simulator, events/ and the dev secrets
+                # cover them all); a deployed stack serves only sources.toml.
+                env["SOURCES_CATALOGUE"] = "true"
             sources_file = env.get("SOURCES_FILE")
             if (
                 sources_file is not None and not Path(sources_file).is_file()

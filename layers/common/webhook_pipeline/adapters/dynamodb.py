@@ -119,6 +119,7 @@ def delivery_item(
         "expires_at": {"N": str(record.expires_at)},
         "body_size": {"N": str(record.body_size)},
         "body_sha256": {"S": record.body_sha256},
+        "content_sha256": {"S": record.content_digest},
         "message_id": {"S": record.message_id},
         "replay_count": {"N": str(record.replay_count)},
         TIME_SHARD: {"S": time_index_shard(record.source, record.delivery_id, record.received_at)},
@@ -172,6 +173,33 @@ class DynamoDBDeliveryStore:
         if delivery.resource_key is None or delivery.sequence is None:
             return self._put_delivery(delivery, Outcome.APPLIED)
         return self._transact(delivery)
+
+    def note_body_mismatch(self, source: str, delivery_id: str, digest: str) -> None:
+        """``ADD duplicate_body_mismatches 1`` and keep the last differing digest and when.
+
+        Raises
+        ------
+        TransientError, StoreBugError
+        """
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=delivery_key(source, delivery_id),
+                UpdateExpression=(
+                    "ADD #n :one SET last_mismatch_sha256 = :h, last_mismatch_at = :at"
+                ),
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#n": "duplicate_body_mismatches"},
+                ExpressionAttributeValues={
+                    ":one": {"N": "1"},
+                    ":h": {"S": digest},
+                    ":at": {"S": datetime.now(UTC).isoformat()},
+                },
+            )
+        except ClientError as exc:
+            raise _classify(exc) from exc
+        except BotoCoreError as exc:
+            raise TransientError(f"DynamoDB UpdateItem failed: {type(exc).__name__}") from exc
 
     def mark_hook_done(self, source: str, delivery_id: str) -> None:
         """Set ``hook_state = done`` on a recorded delivery (no-op when already done)."""
@@ -342,10 +370,12 @@ def _duplicate(item: Any) -> StoreResult:
     item = item if isinstance(item, dict) else {}
     stored = str((item.get("outcome") or {}).get("S"))
     hook = str((item.get("hook_state") or {}).get("S"))
+    digest = (item.get("content_sha256") or item.get("body_sha256") or {}).get("S")
     return StoreResult(
         Outcome.DUPLICATE,
         hook_state=HookState(hook) if hook in HookState._value2member_map_ else None,
         stored_outcome=Outcome(stored) if stored in Outcome._value2member_map_ else None,
+        stored_digest=str(digest) if digest else None,
     )
 
 

@@ -1,4 +1,4 @@
-"""The dedup gate: claim a delivery id in Redis (ElastiCache) with one atomic command.
+"""The dedup gate on Redis / Valkey / ElastiCache: claim a delivery id with one atomic command.
 
 Redis is a fast filter in front of the queue, never the guarantee (the processor's DynamoDB
 conditional writes are): it may be flushed, evicted, restarted or unreachable at any moment.
@@ -6,35 +6,47 @@ conditional writes are): it may be flushed, evicted, restarted or unreachable at
 Key and value
 -------------
 Key ``{prefix}{source}:{id}`` (no time in it; ids outside ``[A-Za-z0-9._-]{1,64}`` are replaced
-by ``#`` + their hex SHA-256). Value ``p:<token>`` while the delivery is being enqueued (a
-*pending* claim, short TTL: a crashed invocation's claim expires quickly) and ``d:<token>`` once
-SQS accepted it (*done*, long TTL covering the senders' retry horizons).
+by ``#`` + their hex SHA-256). Value ``p:<token>:<digest>`` while the delivery is being enqueued
+(a *pending* claim, short TTL: a crashed invocation's claim expires quickly) and
+``d:<token>:<digest>`` once SQS accepted it (*done*, the source's TTL: its sender's retry
+horizon). ``<digest>`` is the content hash a later duplicate is compared with.
 
-Commands per webhook
---------------------
-- claim: ``SET key p:<token> NX EX <claim_ttl> GET`` (Redis >= 7.0 / Valkey). One round trip
-  that both claims and tells what stood there: ``None`` means this invocation holds the claim; a
-  ``d:`` value is a duplicate of an enqueued delivery; a ``p:`` value is a delivery another
-  invocation is still enqueueing (or that crashed): not yet durable, so the sender must retry
-  later (invariant I1), never be told "duplicate".
-  Note (case C06): plain ``SET NX`` answers ``True``/``None``, but with ``GET`` the answer is the
-  *previous value*, so ``None`` is the success case here. :meth:`RedisGate.claim` maps both
-  forms to :class:`ClaimOutcome` in one place.
-- confirm after SQS accepted: compare-and-set ``p:<token>`` -> ``d:<token>`` with the long TTL
-  (a Lua script; one ``EVALSHA``). Accepted webhook: 2 commands. Duplicate: 1 command.
-- release when the enqueue failed: compare-and-delete on ``p:<token>`` (Lua), so a claim that
-  another invocation took over after expiry is never deleted.
+Commands per webhook (all Lua scripts, one ``EVALSHA`` each: they work on every server the gate
+accepts, Redis OSS 6.2 and later, Valkey 7/8, ElastiCache Serverless; ``SET ... NX GET``, which
+would do the claim natively, is a syntax error before Redis 7.0)
+--------------------------------------------------------------------------------------------
+- claim: ``GET`` and, when empty, ``SET value EX ttl``, atomically. The answer is what stood
+  there: nothing means this invocation holds the claim; a ``d:`` value is a duplicate of an
+  enqueued delivery; a ``p:`` value is a delivery another invocation is still enqueueing (or that
+  crashed): not yet durable, so the sender must retry later (invariant I1), never be told
+  "duplicate". (Case C06: plain ``SET NX`` answers ``True``/``None``; here ``None`` is the success
+  case; :meth:`ClaimResult.from_previous` reads the answer in one place.)
+- confirm after SQS accepted: compare-and-set ``p:..`` -> ``d:..`` with the long TTL; a claim that
+  expired before the confirm is set again (the delivery is enqueued, so later copies are
+  duplicates). Accepted webhook: 2 commands. Duplicate: 1 command.
+- release when the enqueue failed: compare-and-delete on our ``p:..`` value, so a claim another
+  invocation took over after expiry is never deleted.
+- batched deliveries: the same scripts pipelined, one round trip per step for all events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from webhook_pipeline.errors import GateUnavailableError
-from webhook_pipeline.ingest.claims import ClaimOutcome
+from webhook_pipeline.ingest.claims import Claim, ClaimResult
 
-_CONFIRM = """
+CLAIM_SCRIPT = """
+local v = redis.call('GET', KEYS[1])
+if v then
+  return v
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return false
+"""
+
+CONFIRM_SCRIPT = """
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
@@ -46,8 +58,7 @@ end
 return 0
 """
 
-
-_RELEASE = """
+RELEASE_SCRIPT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
@@ -56,11 +67,11 @@ return 0
 
 
 class RedisGate:
-    """The dedup gate on a redis-py client.
+    """The dedup gate on a redis-py client (:class:`~webhook_pipeline.ingest.ports.DedupGate`).
 
-    Every Redis error (connection refused, timeout, TLS failure, cluster errors, a server that
-    does not know ``SET ... NX GET``) is raised as :class:`GateUnavailableError`; the caller
-    decides whether to fail open or closed (invariant I7).
+    Every Redis error (connection refused, timeout, TLS failure, cluster errors, a refused
+    script) is raised as :class:`GateUnavailableError`; the caller decides whether to fail open
+    or closed (invariant I7).
 
     Parameters
     ----------
@@ -76,7 +87,7 @@ class RedisGate:
             raise ValueError("give exactly one of client and client_factory")
         self._client = client
         self._factory = client_factory
-        self._scripts: tuple[Any, Any] | None = None
+        self._scripts: dict[str, Any] = {}
 
     @property
     def client(self) -> Any:
@@ -85,14 +96,16 @@ class RedisGate:
             self._client = self._factory()
         return self._client
 
-    def _script(self, index: int) -> Any:
-        if self._scripts is None:
-            client = self.client
-            self._scripts = (client.register_script(_CONFIRM), client.register_script(_RELEASE))
-        return self._scripts[index]
+    def _script(self, source: str) -> Any:
+        script = self._scripts.get(source)
+        if script is None:
+            script = self._scripts[source] = self.client.register_script(source)
+        return script
 
-    def claim(self, key: str, token: str, ttl_seconds: int) -> ClaimOutcome:
-        """Claim ``key`` for ``token`` for ``ttl_seconds`` seconds (one ``SET NX EX GET``).
+    # -- one delivery -----------------------------------------------------------------------
+
+    def claim(self, claim: Claim, ttl_seconds: int) -> ClaimResult:
+        """Claim ``claim.key`` as pending for ``ttl_seconds`` (one ``EVALSHA``).
 
         Raises
         ------
@@ -100,15 +113,13 @@ class RedisGate:
             Redis did not answer within its timeouts or refused the command.
         """
         previous = self._call(
-            lambda: self.client.set(key, f"p:{token}", nx=True, ex=ttl_seconds, get=True)
+            lambda: self._script(CLAIM_SCRIPT)(
+                keys=[claim.key], args=[claim.pending_value, ttl_seconds]
+            )
         )
-        if previous is None:
-            return ClaimOutcome.CLAIMED
-        if isinstance(previous, bytes) and previous.startswith(b"p:"):
-            return ClaimOutcome.IN_FLIGHT
-        return ClaimOutcome.DUPLICATE
+        return ClaimResult.from_previous(previous)
 
-    def confirm(self, key: str, token: str, ttl_seconds: int) -> bool:
+    def confirm(self, claim: Claim, ttl_seconds: int) -> bool:
         """Mark the claim done and keep it ``ttl_seconds`` seconds (the dedup window).
 
         Returns ``False`` when another invocation holds the key now (our claim had expired and
@@ -118,19 +129,96 @@ class RedisGate:
         ------
         GateUnavailableError
         """
-        result = self._call(
-            lambda: self._script(0)(keys=[key], args=[f"p:{token}", f"d:{token}", ttl_seconds])
+        return bool(
+            self._call(
+                lambda: self._script(CONFIRM_SCRIPT)(
+                    keys=[claim.key], args=[claim.pending_value, claim.done_value, ttl_seconds]
+                )
+            )
         )
-        return bool(result)
 
-    def release(self, key: str, token: str) -> bool:
+    def release(self, claim: Claim) -> bool:
         """Delete the claim if it is still this invocation's pending claim (compare-and-delete).
 
         Raises
         ------
         GateUnavailableError
         """
-        return bool(self._call(lambda: self._script(1)(keys=[key], args=[f"p:{token}"])))
+        return bool(
+            self._call(
+                lambda: self._script(RELEASE_SCRIPT)(keys=[claim.key], args=[claim.pending_value])
+            )
+        )
+
+    # -- many deliveries of one POST: one round trip each ------------------------------------
+
+    def claim_many(self, claims: Sequence[Claim], ttl_seconds: int) -> list[ClaimResult]:
+        """:meth:`claim` for every claim in one pipelined round trip (results in order).
+
+        Raises
+        ------
+        GateUnavailableError
+        """
+        answers = self._pipelined(
+            CLAIM_SCRIPT, [([c.key], [c.pending_value, ttl_seconds]) for c in claims]
+        )
+        return [ClaimResult.from_previous(a) for a in answers]
+
+    def confirm_many(self, claims: Sequence[Claim], ttl_seconds: int) -> None:
+        """:meth:`confirm` for every claim in one round trip.
+
+        Raises
+        ------
+        GateUnavailableError
+        """
+        self._pipelined(
+            CONFIRM_SCRIPT,
+            [([c.key], [c.pending_value, c.done_value, ttl_seconds]) for c in claims],
+        )
+
+    def release_many(self, claims: Sequence[Claim]) -> None:
+        """:meth:`release` for every claim in one round trip.
+
+        Raises
+        ------
+        GateUnavailableError
+        """
+        self._pipelined(RELEASE_SCRIPT, [([c.key], [c.pending_value]) for c in claims])
+
+    def _pipelined(self, source: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """Run ``source`` once per ``(keys, args)`` in one non-transactional pipeline.
+
+        ``EVALSHA`` is sent directly (redis-py's pipelined scripts add a ``SCRIPT EXISTS`` round
+        trip per execute); a server that lost its scripts (restart, flush) answers
+        ``NOSCRIPT``, and only then the script is loaded and those calls are sent again.
+        """
+        from redis.exceptions import NoScriptError
+
+        if not calls:
+            return []
+        sha = self._script(source).sha
+
+        def run(indexes: list[int]) -> list[Any]:
+            pipe = self.client.pipeline(transaction=False)
+            for i in indexes:
+                keys, args = calls[i]
+                pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+            return list(pipe.execute(raise_on_error=False))
+
+        def attempt() -> list[Any]:
+            results = run(list(range(len(calls))))
+            missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+            if missing:
+                self.client.script_load(source)
+                for i, again in zip(missing, run(missing), strict=True):
+                    results[i] = again
+            for result in results:
+                if isinstance(result, Exception):
+                    raise result
+            return results
+
+        answer: list[Any] = self._call(attempt)
+        return answer
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         from redis.exceptions import RedisClusterException, RedisError

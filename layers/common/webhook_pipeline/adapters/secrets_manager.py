@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from webhook_pipeline.errors import SecretUnavailableError
+from webhook_pipeline.errors import SecretInvalidError, SecretUnavailableError
 from webhook_pipeline.secrets import SourceSecret, parse_secret
 
 
 @dataclass
 class SecretsManagerStore:
-    """:class:`SecretStore` over Powertools' ``SecretsProvider`` (cached ``GetSecretValue``).
+    """The ingest's ``SecretStore`` over Powertools' ``SecretsProvider`` (cached
+    ``GetSecretValue``).
 
     Parameters
     ----------
@@ -27,26 +28,16 @@ class SecretsManagerStore:
     provider: Any
     max_age_seconds: int = 300
 
-    def secrets_for(self, secret_name: str) -> list[str]:
-        """Return ``[current]`` or ``[current, previous]`` for ``secret_name``.
+    def get(self, secret_name: str) -> SourceSecret:
+        """The parsed secret ``<prefix><secret_name>`` (cached ``max_age_seconds``).
 
         Raises
         ------
         SecretUnavailableError
-            The secret is missing, unreadable or malformed (logged with its name, never its value).
+            Missing, throttled, timed out (logged with its name, never its value).
+        SecretInvalidError
+            Stored but not parseable (see :func:`webhook_pipeline.secrets.parse_secret`).
         """
-        return self._secret(secret_name).signing
-
-    def verify_token_for(self, secret_name: str) -> str | None:
-        """Return the subscription handshake's verify token of ``secret_name``, if it has one.
-
-        Raises
-        ------
-        SecretUnavailableError
-        """
-        return self._secret(secret_name).verify_token
-
-    def _secret(self, secret_name: str) -> SourceSecret:
         name = f"{self.prefix}{secret_name}"
         try:
             value = self.provider.get(name, max_age=self.max_age_seconds)
@@ -59,4 +50,4 @@ class SecretsManagerStore:
         try:
             return parse_secret(str(value))
         except ValueError as exc:
-            raise SecretUnavailableError(detail=f"secret {name!r} malformed: {exc}") from exc
+            raise SecretInvalidError(detail=f"secret {name!r} malformed: {exc}") from exc

@@ -7,6 +7,8 @@ the caller: the replay function's handler or the operator CLI.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -16,6 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import QueueOperationError
+from webhook_pipeline.ingest.ports import BatchSendResult
 from webhook_pipeline.replay.ports import DlqMessage
 
 #: Queue attributes whose sum is the approximate depth (visible + in flight + delayed).
@@ -174,19 +177,67 @@ __all__ = [
 ]
 
 
+#: Characters SQS accepts in message bodies and string attribute values (anything else is
+#: ``InvalidMessageContents`` / ``InvalidParameterValue``): #x9 #xA #xD #x20-#xD7FF
+#: #xE000-#xFFFD #x10000-#x10FFFF.
+SQS_REFUSED = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: SendMessageBatch: at most 10 entries and 262,144 bytes in all.
+BATCH_MAX_ENTRIES = 10
+BATCH_MAX_BYTES = 262_144
+
+
+def message_body(envelope: Envelope) -> str:
+    """The envelope JSON as SQS accepts it: characters SQS refuses (which JSON may carry raw,
+    such as U+FFFE in a delivery id) are written as ``\\uXXXX`` escapes instead."""
+    text = envelope.to_json()
+    if SQS_REFUSED.search(text):
+        text = json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def message_attributes(envelope: Envelope) -> dict[str, dict[str, Any]]:
+    """``source`` and ``delivery_id`` attributes, so operators can look without parsing bodies.
+
+    A delivery id with characters SQS refuses in a string attribute is sent as a ``Binary``
+    attribute (its UTF-8 bytes) instead of being copied raw, which real SQS would refuse on
+    every retry.
+    """
+    delivery_id: dict[str, Any] = (
+        {"DataType": "Binary", "BinaryValue": envelope.delivery_id.encode("utf-8")}
+        if SQS_REFUSED.search(envelope.delivery_id)
+        else {"DataType": "String", "StringValue": envelope.delivery_id}
+    )
+    return {
+        "source": {"DataType": "String", "StringValue": envelope.source},
+        "delivery_id": delivery_id,
+    }
+
+
+def _entry_size(body: str, attributes: dict[str, dict[str, Any]]) -> int:
+    size = len(body.encode("utf-8"))
+    for name, attr in attributes.items():
+        value = attr.get("StringValue") or attr.get("BinaryValue") or b""
+        size += (
+            len(name)
+            + len(attr["DataType"])
+            + len(value if isinstance(value, bytes) else value.encode())
+        )
+    return size
+
+
 @dataclass
 class SqsQueue:
-    """:class:`EnvelopeQueue` on an SQS queue URL with a boto3 SQS client.
+    """:class:`~webhook_pipeline.ingest.ports.EnvelopeQueue` on an SQS queue URL.
 
-    Each envelope is one ``SendMessage`` whose body is the envelope JSON; ``source`` and
-    ``delivery_id`` are also message attributes so operators can look without parsing bodies.
+    Each envelope is one message whose body is the envelope JSON (:func:`message_body`) with the
+    attributes of :func:`message_attributes`.
     """
 
     client: Any
     queue_url: str
 
     def send(self, envelope: Envelope) -> str:
-        """Send ``envelope``; return the SQS ``MessageId``.
+        """Send ``envelope`` with one ``SendMessage``; return the SQS ``MessageId``.
 
         Raises
         ------
@@ -195,10 +246,51 @@ class SqsQueue:
         """
         response = self.client.send_message(
             QueueUrl=self.queue_url,
-            MessageBody=envelope.to_json(),
-            MessageAttributes={
-                "source": {"DataType": "String", "StringValue": envelope.source},
-                "delivery_id": {"DataType": "String", "StringValue": envelope.delivery_id},
-            },
+            MessageBody=message_body(envelope),
+            MessageAttributes=message_attributes(envelope),
         )
         return str(response["MessageId"])
+
+    def send_batch(self, envelopes: Sequence[Envelope]) -> BatchSendResult:
+        """Send ``envelopes`` with ``SendMessageBatch``: at most 10 entries and 262,144 bytes
+        per call (ceil(n / 10) calls for small events).
+
+        A call that raises (throttled, timed out, SQS unavailable) marks its entries and every
+        later one as failed without trying them: the sender retries the whole POST and the
+        events already sent are then duplicates. Entries SQS lists in ``Failed`` are failed;
+        the others are sent.
+        """
+        result = BatchSendResult()
+        chunks: list[list[tuple[int, dict[str, Any]]]] = [[]]
+        size = 0
+        for index, envelope in enumerate(envelopes):
+            body, attributes = message_body(envelope), message_attributes(envelope)
+            entry_size = _entry_size(body, attributes)
+            if chunks[-1] and (
+                len(chunks[-1]) == BATCH_MAX_ENTRIES or size + entry_size > BATCH_MAX_BYTES
+            ):
+                chunks.append([])
+                size = 0
+            entry = {"Id": str(index), "MessageBody": body, "MessageAttributes": attributes}
+            chunks[-1].append((index, entry))
+            size += entry_size
+        for position, chunk in enumerate(chunks):
+            if not chunk:
+                continue
+            try:
+                response = self.client.send_message_batch(
+                    QueueUrl=self.queue_url, Entries=[entry for _, entry in chunk]
+                )
+            except (BotoCoreError, ClientError) as exc:
+                for later in chunks[position:]:
+                    for index, _ in later:
+                        result.failed[index] = _describe(exc)
+                break
+            for ok in response.get("Successful") or []:
+                result.sent[int(ok["Id"])] = str(ok["MessageId"])
+            for bad in response.get("Failed") or []:
+                result.failed[int(bad["Id"])] = str(bad.get("Code", "Failed"))
+            for index, _ in chunk:
+                if index not in result.sent and index not in result.failed:
+                    result.failed[index] = "no answer for this entry"
+        return result

@@ -21,6 +21,59 @@ class ClaimOutcome(enum.Enum):
     IN_FLIGHT = "in_flight"  # another request holds a pending claim: not yet durable
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One claim at the gate.
+
+    Attributes
+    ----------
+    key : str
+        The delivery's gate key (:func:`gate_key`).
+    token : str
+        This invocation's token: only the holder of the token confirms or releases the claim.
+    digest : str
+        Hex SHA-256 of the delivery's content (volatile fields removed), kept with the claim so
+        a later duplicate with another body is noticed (invariant I8).
+    """
+
+    key: str
+    token: str
+    digest: str
+
+    @property
+    def pending_value(self) -> str:
+        """The value while the delivery is being enqueued: ``p:<token>:<digest>``."""
+        return f"p:{self.token}:{self.digest}"
+
+    @property
+    def done_value(self) -> str:
+        """The value once SQS accepted the delivery: ``d:<token>:<digest>``."""
+        return f"d:{self.token}:{self.digest}"
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """What a claim found, and for a duplicate the content digest of the copy before it.
+
+    ``stored_digest`` is ``None`` when the earlier claim did not record one.
+    """
+
+    outcome: ClaimOutcome
+    stored_digest: str | None = None
+
+    @classmethod
+    def from_previous(cls, previous: bytes | str | None) -> ClaimResult:
+        """Interpret the value a claim found at its key (``None``: nothing, we hold it now)."""
+        if previous is None:
+            return cls(ClaimOutcome.CLAIMED)
+        text = previous.decode("utf-8", "replace") if isinstance(previous, bytes) else previous
+        state, _, rest = text.partition(":")
+        digest = rest.partition(":")[2] or None
+        if state == "p":
+            return cls(ClaimOutcome.IN_FLIGHT, digest)
+        return cls(ClaimOutcome.DUPLICATE, digest)
+
+
 def gate_key(prefix: str, source: str, delivery_id: str) -> str:
     """Return the Redis key of ``(source, delivery_id)``.
 

@@ -5,34 +5,73 @@ Adapters (Redis, SQS, S3, Secrets Manager) live in :mod:`webhook_pipeline.adapte
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from webhook_pipeline.envelope import BodyPointer, Envelope
-from webhook_pipeline.ingest.claims import ClaimOutcome
+from webhook_pipeline.ingest.claims import Claim, ClaimResult
+from webhook_pipeline.secrets import SourceSecret
 
 
 class DedupGate(Protocol):
-    """Interface of the dedup gate (Redis in production; same semantics elsewhere)."""
+    """The dedup gate (Redis in production). Every method raises
+    :class:`~webhook_pipeline.errors.GateUnavailableError` when the gate does not answer."""
 
-    def claim(self, key: str, token: str, ttl_seconds: int) -> ClaimOutcome: ...
+    def claim(self, claim: Claim, ttl_seconds: int) -> ClaimResult:
+        """Take ``claim`` as pending for ``ttl_seconds`` unless its key holds one: one atomic
+        command."""
+        ...
 
-    def confirm(self, key: str, token: str, ttl_seconds: int) -> bool: ...
+    def confirm(self, claim: Claim, ttl_seconds: int) -> bool:
+        """Turn our pending claim into a done claim kept ``ttl_seconds``; ``False`` when another
+        invocation holds the key now (left alone)."""
+        ...
 
-    def release(self, key: str, token: str) -> bool: ...
+    def release(self, claim: Claim) -> bool:
+        """Delete our pending claim (compare-and-delete); ``False`` when it is not ours any
+        more."""
+        ...
+
+    def claim_many(self, claims: Sequence[Claim], ttl_seconds: int) -> list[ClaimResult]:
+        """:meth:`claim` for every claim, in one round trip; results in the same order."""
+        ...
+
+    def confirm_many(self, claims: Sequence[Claim], ttl_seconds: int) -> None:
+        """:meth:`confirm` for every claim, in one round trip."""
+        ...
+
+    def release_many(self, claims: Sequence[Claim]) -> None:
+        """:meth:`release` for every claim, in one round trip."""
+        ...
+
+
+@dataclass(frozen=True)
+class BatchSendResult:
+    """What a batched send did: message ids of the envelopes SQS accepted and the reasons of
+    those it did not (both by index into the envelopes sent)."""
+
+    sent: dict[int, str] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)
 
 
 class EnvelopeQueue(Protocol):
-    """Where accepted deliveries go.
+    """Where accepted deliveries go."""
 
-    ``send`` raises on any failure (the caller then releases the claim).
-    """
+    def send(self, envelope: Envelope) -> str:
+        """Send one envelope; return its message id. Raises on any failure (the caller then
+        releases the claim)."""
+        ...
 
-    def send(self, envelope: Envelope) -> str: ...
+    def send_batch(self, envelopes: Sequence[Envelope]) -> BatchSendResult:
+        """Send many envelopes in as few calls as the queue allows (10 per ``SendMessageBatch``);
+        never raises: every envelope ends in ``sent`` or ``failed``."""
+        ...
 
 
 class PayloadStore(Protocol):
     """A claim-check store: the ingest side puts, the processor gets (the processor's own port
-    is :class:`webhook_pipeline.processing.PayloadReader`)."""
+    is :class:`webhook_pipeline.process.ports.PayloadReader`)."""
 
     def put(self, key: str, body: bytes) -> BodyPointer:
         """Store ``body`` under ``key`` and return where it is."""
@@ -44,8 +83,14 @@ class PayloadStore(Protocol):
 
 
 class SecretStore(Protocol):
-    """Gives the secrets of a source: current first, then previous if a rotation is open."""
+    """Gives the parsed secret of a source."""
 
-    def secrets_for(self, secret_name: str) -> list[str]: ...
+    def get(self, secret_name: str) -> SourceSecret:
+        """The secret named ``secret_name`` (under the deployment's prefix), parsed.
 
-    def verify_token_for(self, secret_name: str) -> str | None: ...
+        Raises
+        ------
+        SecretUnavailableError
+            Missing, unreadable or malformed.
+        """
+        ...

@@ -1,60 +1,53 @@
-"""The ingest use case: verify -> claim -> enqueue -> acknowledge (DESIGN.md, invariants I1-I7).
+"""The ingest use case: verify -> claim -> enqueue -> acknowledge (DESIGN.md, invariants I1-I8).
 
-Order of the stages is fixed: an unauthenticated request never reaches Redis, S3 or SQS (I2);
-the claim is one atomic command (``SET NX EX``); 202 is answered only after SQS accepted the
-envelope; when the enqueue fails the claim is released (compare-and-delete) and the sender gets
-503 + ``Retry-After`` so its retry is accepted (I1). Redis trouble fails open by default (I7).
-Nothing here waits on the processor (I6).
+Order of the stages is fixed: a provider's handshake is answered before the gate and never
+reaches Redis, S3 or SQS; an unauthenticated request never does either (I2); the claim is one
+atomic command; 2xx is answered only after SQS accepted every new delivery of the request; when
+an enqueue fails the claims it took are released (compare-and-delete) and the sender gets 503 +
+``Retry-After`` so its retry is accepted (I1). Redis trouble fails open by default (I7). Nothing
+here waits on the processor (I6). Identity and order come only from what was verified (I8): see
+:mod:`webhook_pipeline.ingest.events`.
+
+A request carries one delivery, or many for providers that batch (SendGrid, HubSpot, Adyen):
+each event is claimed and enqueued as its own envelope, with one Redis round trip per step and
+``ceil(n / 10)`` SQS calls.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
 from webhook_pipeline.errors import (
-    BadDeliveryError,
-    ConfigurationError,
     DeliveryInFlightError,
     EnqueueError,
     GateClosedError,
     GateUnavailableError,
+    IngestError,
     MethodNotAllowedError,
     PayloadTooLargeError,
-    SecretUnavailableError,
+    SecretInvalidError,
     TimestampError,
     UnknownSourceError,
     VerificationError,
 )
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.ingest.claims import CircuitBreaker, ClaimOutcome, gate_key
-from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore, SecretStore
-from webhook_pipeline.observability import MetricName, count, logger
-from webhook_pipeline.signatures.base import SignatureScheme
-from webhook_pipeline.sources import (
-    MAX_DELIVERY_ID_LENGTH,
-    FieldLocation,
-    ParsedBody,
-    Source,
-    body_b64,
-    extract,
+from webhook_pipeline.ingest.claims import (
+    CircuitBreaker,
+    Claim,
+    ClaimOutcome,
+    ClaimResult,
+    gate_key,
 )
-
-# Bounds that keep an envelope within SQS's message size and its DynamoDB keys within their
-# 2048-byte limit (UTF-8 bytes, not characters).
-MAX_EVENT_TYPE_BYTES = 256
-
-
-MAX_RESOURCE_KEY_BYTES = 1024
-
-
-# Headers copied into every envelope when present (never signature headers).
-BASE_FORWARDED_HEADERS = ("content-type", "user-agent")
+from webhook_pipeline.ingest.envelopes import EnvelopeFactory
+from webhook_pipeline.ingest.events import DeliveryEvent, read_events
+from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore, SecretStore
+from webhook_pipeline.observability import MetricName, count, count_by, logger
+from webhook_pipeline.providers.base import Answer, Handshake, Verified
+from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.sources import ResolvedSource
 
 
 @dataclass(frozen=True)
@@ -63,58 +56,38 @@ class IngestPolicy:
 
     Attributes
     ----------
-    claim_ttl_seconds, dedup_ttl_seconds : int
-        Pending-claim and done-claim TTLs in seconds.
+    claim_ttl_seconds : int
+        Pending-claim TTL, seconds.
+    dedup_ttl_max_seconds : int
+        Cap of every source's done-claim TTL, seconds.
     max_body_bytes, inline_body_max_bytes : int
         413 above the first; S3 claim check above the second (bytes).
     fail_open : bool
         Enqueue without the gate when Redis is unavailable.
     redis_key_prefix : str
         Prefix of gate keys.
+    retry_after_seconds : int
+        ``Retry-After`` of 503 answers, seconds.
     """
 
     claim_ttl_seconds: int = 30
-    dedup_ttl_seconds: int = 259_200
+    dedup_ttl_max_seconds: int = 30 * 86_400
     max_body_bytes: int = 1_048_576
     inline_body_max_bytes: int = 150_000
     fail_open: bool = True
     redis_key_prefix: str = "whd:"
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    """A definite answer to the sender.
-
-    Attributes
-    ----------
-    status : int
-        202 accepted, 200 duplicate or handshake.
-    body : dict | str
-        JSON body, or plain text (a ``GET`` subscription challenge is echoed as text).
-    """
-
-    status: int
-    body: dict[str, Any] | str
-
-
-@dataclass(frozen=True)
-class _Delivery:
-    delivery_id: str
-    event_type: str | None
-    resource_key: str | None
-    sequence: int | None
+    retry_after_seconds: int = 5
 
 
 @dataclass
 class IngestService:
-    """Verify, claim, enqueue and acknowledge one webhook request.
+    """Answer one webhook request: handshake, or verify, claim, enqueue and acknowledge.
 
     Adapters are injected (see ``functions/ingest/app.py`` for the wiring). ``clock`` gives Unix
     seconds; ``new_token`` the per-invocation claim token.
     """
 
-    sources: Mapping[str, Source]
-    schemes: Mapping[str, SignatureScheme]
+    sources: Mapping[str, ResolvedSource]
     secrets: SecretStore
     gate: DedupGate | None
     queue: EnvelopeQueue
@@ -123,56 +96,164 @@ class IngestService:
     breaker: CircuitBreaker = field(default_factory=lambda: CircuitBreaker(cooldown_seconds=0))
     clock: Callable[[], float] = time.time
     new_token: Callable[[], str] = lambda: uuid.uuid4().hex
+    _valid_secrets: dict[tuple[str, tuple[str, ...]], str | None] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
-    def handle(self, request: WebhookRequest) -> IngestResult:
-        """Run the ingest stages for ``request``.
+    def handle(self, request: WebhookRequest) -> Answer:
+        """The answer to ``request`` (never raises for an expected failure).
 
         Returns
         -------
-        IngestResult
-            202 ``{"status": "accepted", "delivery_id": ...}``, 200 ``{"status": "duplicate",
-            ...}``, or 200 with a provider handshake answer.
+        Answer
+            202/200 with the provider's acknowledgement (by default ``{"status": "accepted" |
+            "duplicate", "delivery_id": ...}``), 200 with a handshake's answer, or
+            400/401/404/405/413/503 with ``{"status": "rejected", "reason": <code>}`` (503 adds
+            ``Retry-After``). A status the provider treats as "stop" or "disable" (Standard
+            Webhooks 410, Mailgun 406...) is never sent to it: 503 instead.
+        """
+        source = self.sources.get(request.source)
+        try:
+            if source is None or not source.enabled:
+                raise UnknownSourceError()
+            answer = self._handle(source, request)
+        except IngestError as error:
+            answer = self._rejection(error)
+        if source is not None and answer.status in source.provider.stop_statuses:
+            logger.error(
+                "answer would tell the sender to stop; answering 503 instead",
+                extra={"status": answer.status},
+            )
+            answer = self._rejection(EnqueueError("stop_status_withheld"))
+        return answer
+
+    def _rejection(self, error: IngestError) -> Answer:
+        headers = (
+            {"retry-after": str(self.policy.retry_after_seconds)} if error.status == 503 else {}
+        )
+        return Answer(error.status, {"status": "rejected", "reason": error.reason}, headers=headers)
+
+    def _handle(self, source: ResolvedSource, request: WebhookRequest) -> Answer:
+        provider = source.provider
+        handshake = next(
+            (h for h in provider.handshakes if h.method == request.method and h.matches(request)),
+            None,
+        )
+        if handshake is None and request.method != "POST":
+            raise MethodNotAllowedError()
+        if len(request.body) > self.policy.max_body_bytes:
+            raise PayloadTooLargeError(detail=f"{len(request.body)} bytes")
+        secret = self._secret(source)
+        if handshake is not None:
+            return self._handshake(source, handshake, request, secret)
+        verified = self._verify(source, request, secret)
+        events = read_events(source, request, verified)
+        logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
+        if provider.batch_path is None:
+            return self._single(source, request, events[0])
+        return self._batch(source, request, events)
+
+    # -- secrets, verification, handshakes -----------------------------------------------------
+
+    def _secret(self, source: ResolvedSource) -> SourceSecret:
+        """The source's secret, its values validated against the provider once per stored value.
+
+        An invalid ``previous`` value is dropped from the secrets verified against, and a
+        request that then matches none is 503 (it may have been signed with that value), never
+        401; an invalid ``current`` value makes every request 503.
 
         Raises
         ------
-        IngestError
-            A subclass whose ``status`` is the HTTP answer: 401 (:class:`VerificationError`),
-            404 (:class:`UnknownSourceError`), 400 (:class:`BadDeliveryError`), 405
-            (:class:`MethodNotAllowedError`, a ``GET`` without a handshake), 413
-            (:class:`PayloadTooLargeError`), 503 (:class:`EnqueueError`,
-            :class:`DeliveryInFlightError`, :class:`GateClosedError`, secret unavailable).
+        SecretUnavailableError
+            Missing or unreadable (503).
+        SecretInvalidError
+            Stored, but the current value is not in the provider's format (503,
+            ``SecretInvalid`` metric).
         """
-        source = self.sources.get(request.source)
-        if source is None or not source.enabled:
-            raise UnknownSourceError()
-        if request.method == "GET":
-            return self._subscription_challenge(source, request)
-        if len(request.body) > self.policy.max_body_bytes:
-            raise PayloadTooLargeError(detail=f"{len(request.body)} bytes")
+        try:
+            secret = self.secrets.get(source.secret)
+        except SecretInvalidError as exc:
+            count(MetricName.SECRET_INVALID)
+            logger.error("source secret is invalid", extra={"error": str(exc)[:300]})
+            raise
+        key = (source.name, tuple(secret.signing))
+        if key not in self._valid_secrets:
+            self._valid_secrets[key] = source.secret_problem(secret)
+        problem = self._valid_secrets[key]
+        if problem is None:
+            return secret
+        count(MetricName.SECRET_INVALID)
+        logger.error("source secret is invalid", extra={"error": problem})
+        if problem.startswith("the current"):
+            raise SecretInvalidError(detail=f"source {source.name!r}: {problem}")
+        return SourceSecret(secret.signing[:1], secret.verify_token, invalid_previous=True)
 
-        self._verify(source, request)
-        handshake = self.schemes[source.name].handshake(request)
-        if handshake is not None:
-            logger.info("provider handshake answered", extra={"source": source.name})
-            return IngestResult(200, handshake)
+    def _verify(
+        self, source: ResolvedSource, request: WebhookRequest, secret: SourceSecret
+    ) -> Verified:
+        try:
+            verified = source.provider.verify(request, secret.signing, self.clock())
+        except VerificationError as exc:
+            if secret.invalid_previous and exc.reason == "signature_invalid":
+                raise SecretInvalidError(
+                    detail="no valid secret matches and the previous one is invalid"
+                ) from exc
+            self._count_rejection(exc)
+            raise
+        if verified.secret_index > 0:
+            count(MetricName.VERIFIED_WITH_PREVIOUS_SECRET)
+            logger.info(
+                "verified with the previous secret", extra={"secret_index": verified.secret_index}
+            )
+        return verified
 
-        delivery = self._delivery_fields(source, request)
-        logger.append_keys(delivery_id=delivery.delivery_id)
+    @staticmethod
+    def _count_rejection(exc: VerificationError) -> None:
+        if isinstance(exc, TimestampError):
+            count(MetricName.TIMESTAMP_REJECTED)
+            logger.info("timestamp rejected", extra={"reason": exc.reason})
+        else:
+            count(MetricName.SIGNATURE_INVALID)
+            logger.info("signature rejected", extra={"reason": exc.reason})
 
-        key = gate_key(self.policy.redis_key_prefix, source.name, delivery.delivery_id)
-        token = self.new_token()
-        claimed = self._claim(key, token)
-        if claimed is ClaimOutcome.DUPLICATE:
-            count(MetricName.DUPLICATE_DISCARDED)
-            logger.info("duplicate discarded at the gate")
-            return IngestResult(200, {"status": "duplicate", "delivery_id": delivery.delivery_id})
-        if claimed is ClaimOutcome.IN_FLIGHT:
+    def _handshake(
+        self,
+        source: ResolvedSource,
+        handshake: Handshake,
+        request: WebhookRequest,
+        secret: SourceSecret,
+    ) -> Answer:
+        """Answer a provider's challenge: verified first where it is signed, never gated."""
+        if handshake.signed:
+            self._verify(source, request, secret)
+        try:
+            answer = handshake.answer(request, secret)
+        except VerificationError as exc:
+            count(MetricName.SIGNATURE_INVALID)
+            logger.info(
+                "handshake rejected", extra={"handshake": handshake.name, "reason": exc.reason}
+            )
+            raise
+        count_by(MetricName.HANDSHAKE_ANSWERED, provider=source.provider.name)
+        logger.info("handshake answered", extra={"handshake": handshake.name})
+        return answer
+
+    # -- one delivery: 2 Redis commands + 1 SQS call ---------------------------------------------
+
+    def _single(
+        self, source: ResolvedSource, request: WebhookRequest, event: DeliveryEvent
+    ) -> Answer:
+        claim = self._new_claim(source, event)
+        result = self._claim(claim)
+        if result is not None and result.outcome is ClaimOutcome.DUPLICATE:
+            return self._duplicate(source, event, result)
+        if result is not None and result.outcome is ClaimOutcome.IN_FLIGHT:
             logger.info("delivery in flight in another request; sender must retry")
             raise DeliveryInFlightError()
-
-        holds_claim = claimed is ClaimOutcome.CLAIMED
+        holds_claim = result is not None
+        factory = self._envelopes(source, request)
         try:
-            envelope = self._envelope(source, request, delivery, token, holds_claim)
+            envelope = factory.build(event, claim.token, holds_claim)
             message_id = self.queue.send(envelope)
         except Exception as exc:
             count(MetricName.ENQUEUE_FAILED)
@@ -180,176 +261,194 @@ class IngestService:
                 "enqueue failed; releasing the claim", extra={"error": type(exc).__name__}
             )
             if holds_claim:
-                self._release(key, token)
+                self._release([claim])
             raise EnqueueError(detail=type(exc).__name__) from exc
-
         if holds_claim:
-            self._confirm(key, token)
+            self._confirm([claim], source)
         count(MetricName.ACCEPTED)
         logger.info(
             "accepted",
+            extra={"message_id": message_id, "gate": envelope.gate, "body_bytes": len(event.body)},
+        )
+        return source.provider.acknowledgement(
+            202, {"status": "accepted", "delivery_id": event.delivery_id}
+        )
+
+    def _duplicate(
+        self, source: ResolvedSource, event: DeliveryEvent, result: ClaimResult
+    ) -> Answer:
+        count(MetricName.DUPLICATE_DISCARDED)
+        self._check_body(event, result)
+        logger.info("duplicate discarded at the gate")
+        return source.provider.acknowledgement(
+            200, {"status": "duplicate", "delivery_id": event.delivery_id}
+        )
+
+    def _check_body(self, event: DeliveryEvent, result: ClaimResult) -> None:
+        """Count and log a duplicate whose content differs from the copy claimed before it."""
+        if result.stored_digest is not None and result.stored_digest != event.digest:
+            count(MetricName.DUPLICATE_BODY_MISMATCH)
+            logger.warning(
+                "duplicate delivery id with a different body",
+                extra={
+                    "delivery_id": event.delivery_id,
+                    "stored_sha256": result.stored_digest,
+                    "received_sha256": event.digest,
+                },
+            )
+
+    # -- a batched POST: 2 Redis round trips + ceil(n / 10) SQS calls ---------------------------
+
+    def _batch(
+        self, source: ResolvedSource, request: WebhookRequest, events: list[DeliveryEvent]
+    ) -> Answer:
+        claims = [self._new_claim(source, event) for event in events]
+        results = self._claim_many(claims)
+        new: list[int] = []
+        in_flight = 0
+        for index, (event, result) in enumerate(zip(events, results, strict=True)):
+            if result is None or result.outcome is ClaimOutcome.CLAIMED:
+                new.append(index)
+            elif result.outcome is ClaimOutcome.DUPLICATE:
+                count(MetricName.DUPLICATE_DISCARDED)
+                self._check_body(event, result)
+            else:
+                in_flight += 1
+        factory = self._envelopes(source, request)
+        held = [claims[i] for i in new if results[i] is not None]
+        try:
+            envelopes = [
+                factory.build(events[i], claims[i].token, results[i] is not None, (i, len(events)))
+                for i in new
+            ]
+        except Exception as exc:  # the claim-check body could not be stored
+            count(MetricName.ENQUEUE_FAILED)
+            self._release(held)
+            raise EnqueueError(detail=type(exc).__name__) from exc
+        sent = self.queue.send_batch(envelopes)
+        sent_claims = [claims[new[i]] for i in sent.sent if results[new[i]] is not None]
+        failed_claims = [claims[new[i]] for i in sent.failed if results[new[i]] is not None]
+        if sent_claims:
+            self._confirm(sent_claims, source)
+        count(MetricName.ACCEPTED, len(sent.sent))
+        logger.info(
+            "batch enqueued",
             extra={
-                "message_id": message_id,
-                "gate": envelope.gate,
-                "body_bytes": envelope.body_size,
+                "events": len(events),
+                "accepted": len(sent.sent),
+                "duplicates": len(events) - len(new) - in_flight,
+                "in_flight": in_flight,
+                "failed": len(sent.failed),
             },
         )
-        return IngestResult(202, {"status": "accepted", "delivery_id": delivery.delivery_id})
+        if sent.failed:
+            count(MetricName.ENQUEUE_FAILED, len(sent.failed))
+            self._release(failed_claims)
+            raise EnqueueError(detail=f"{len(sent.failed)} of {len(envelopes)} not enqueued")
+        if in_flight:
+            raise DeliveryInFlightError(detail=f"{in_flight} events in flight elsewhere")
+        return source.provider.acknowledgement(
+            202 if new else 200,
+            {
+                "status": "accepted" if new or not events else "duplicate",
+                "events": len(events),
+                "accepted": len(new),
+                "duplicates": len(events) - len(new),
+            },
+        )
 
-    # -- stages ---------------------------------------------------------------------------
+    # -- the gate --------------------------------------------------------------------------------
 
-    def _subscription_challenge(self, source: Source, request: WebhookRequest) -> IngestResult:
-        """``GET`` endpoint verification (Meta ``hub.challenge``): never reaches Redis or SQS."""
-        scheme = self.schemes[source.name]
-        try:
-            answer = scheme.subscription_challenge(
-                request, self.secrets.verify_token_for(source.secret)
-            )
-        except VerificationError as exc:
-            count(MetricName.SIGNATURE_INVALID)
-            logger.info("subscription handshake rejected", extra={"reason": exc.reason})
-            raise
-        if answer is None:
-            raise MethodNotAllowedError()
-        logger.info("subscription handshake answered")
-        return IngestResult(200, answer)
+    def _new_claim(self, source: ResolvedSource, event: DeliveryEvent) -> Claim:
+        key = gate_key(self.policy.redis_key_prefix, source.name, event.delivery_id)
+        return Claim(key, self.new_token(), event.digest)
 
-    def _verify(self, source: Source, request: WebhookRequest) -> None:
-        secrets = self.secrets.secrets_for(source.secret)
-        try:
-            verification = self.schemes[source.name].verify(request, secrets, self.clock())
-        except ConfigurationError as exc:
-            # A stored secret the scheme cannot use (e.g. a Standard Webhooks secret that is not
-            # base64): the operator must fix it; the sender retries meanwhile.
-            logger.error("source secret unusable", extra={"error": str(exc)[:200]})
-            raise SecretUnavailableError(detail="secret unusable by the scheme") from exc
-        except TimestampError as exc:
-            count(MetricName.TIMESTAMP_REJECTED)
-            logger.info("timestamp rejected", extra={"reason": exc.reason})
-            raise
-        except VerificationError as exc:
-            count(MetricName.SIGNATURE_INVALID)
-            logger.info("signature rejected", extra={"reason": exc.reason})
-            raise
-        if verification.secret_index > 0:
-            count(MetricName.VERIFIED_WITH_PREVIOUS_SECRET)
-            logger.info(
-                "verified with the previous secret",
-                extra={"secret_index": verification.secret_index},
-            )
+    def _envelopes(self, source: ResolvedSource, request: WebhookRequest) -> EnvelopeFactory:
+        return EnvelopeFactory(source, request, self.payloads, self.policy.inline_body_max_bytes)
 
-    def _delivery_fields(self, source: Source, request: WebhookRequest) -> _Delivery:
-        body = ParsedBody(request)
-
-        def text(location: FieldLocation | None) -> str | None:
-            if location is None:
-                return None
-            value = extract(location, request, body)
-            return None if value is None else str(value)
-
-        delivery_id = text(source.delivery_id)
-        if delivery_id is None:
-            raise BadDeliveryError("delivery_id_missing")
-        if len(delivery_id) > MAX_DELIVERY_ID_LENGTH:
-            raise BadDeliveryError("delivery_id_too_long")
-        event_type = text(source.event_type)
-        if event_type is not None and len(event_type.encode("utf-8")) > MAX_EVENT_TYPE_BYTES:
-            raise BadDeliveryError("event_type_too_long")
-        resource_key: str | None = None
-        sequence: int | None = None
-        if source.resource_key is not None and source.sequence is not None:
-            resource_key = text(source.resource_key)
-            raw_seq = extract(source.sequence, request, body)
-            if raw_seq is not None and not isinstance(raw_seq, int):
-                raise BadDeliveryError("sequence_invalid")
-            sequence = raw_seq
-            if (resource_key is None) != (sequence is None):
-                raise BadDeliveryError(
-                    "ordering_fields_incomplete",
-                    "resource key and sequence must both be present or both absent",
-                )
-            if (
-                resource_key is not None
-                and len(resource_key.encode("utf-8")) > MAX_RESOURCE_KEY_BYTES
-            ):
-                raise BadDeliveryError("resource_key_too_long")
-        return _Delivery(delivery_id, event_type, resource_key, sequence)
-
-    def _claim(self, key: str, token: str) -> ClaimOutcome | None:
-        """Claim ``key``; ``None`` means the gate was bypassed (fail open)."""
+    def _gate_available(self) -> bool:
         if self.gate is None or not self.breaker.allow():
             if self.gate is not None:
                 count(MetricName.GATE_UNAVAILABLE)
             self._fail_open_or_raise()
+            return False
+        return True
+
+    def _claim(self, claim: Claim) -> ClaimResult | None:
+        """Claim one delivery; ``None`` means the gate was bypassed (fail open)."""
+        if not self._gate_available() or self.gate is None:
             return None
         try:
-            outcome = self.gate.claim(key, token, self.policy.claim_ttl_seconds)
+            result = self.gate.claim(claim, self.policy.claim_ttl_seconds)
         except GateUnavailableError as exc:
-            self.breaker.trip()
-            count(MetricName.GATE_UNAVAILABLE)
-            logger.warning("dedup gate unavailable", extra={"error": str(exc)[:200]})
-            self._fail_open_or_raise()
+            self._gate_failed(exc)
             return None
         self.breaker.reset()
-        return outcome
+        return result
+
+    def _claim_many(self, claims: list[Claim]) -> list[ClaimResult | None]:
+        """Claim every event of a batch in one round trip; ``None`` entries: gate bypassed."""
+        if not self._gate_available() or self.gate is None:
+            return [None] * len(claims)
+        try:
+            results = self.gate.claim_many(claims, self.policy.claim_ttl_seconds)
+        except GateUnavailableError as exc:
+            self._gate_failed(exc)
+            return [None] * len(claims)
+        self.breaker.reset()
+        return list(results)
+
+    def _gate_failed(self, exc: GateUnavailableError) -> None:
+        self.breaker.trip()
+        count(MetricName.GATE_UNAVAILABLE)
+        logger.warning("dedup gate unavailable", extra={"error": str(exc)[:200]})
+        self._fail_open_or_raise()
 
     def _fail_open_or_raise(self) -> None:
         if not self.policy.fail_open:
             raise GateClosedError()
 
-    def _release(self, key: str, token: str) -> None:
-        if self.gate is None:
+    def _release(self, claims: list[Claim]) -> None:
+        if self.gate is None or not claims:
             return
         try:
-            if self.gate.release(key, token):
-                count(MetricName.CLAIM_RELEASED)
+            if len(claims) == 1:
+                if self.gate.release(claims[0]):
+                    count(MetricName.CLAIM_RELEASED)
+            else:
+                self.gate.release_many(claims)
+                count(MetricName.CLAIM_RELEASED, len(claims))
         except GateUnavailableError as exc:
-            # The pending claim expires after claim_ttl_seconds; until then the sender's retry
+            # The pending claims expire after claim_ttl_seconds; until then the sender's retry
             # answers 503 (in flight), never "duplicate" (I1).
             count(MetricName.GATE_UNAVAILABLE)
             logger.warning(
                 "claim release failed; it expires by TTL", extra={"error": str(exc)[:200]}
             )
 
-    def _confirm(self, key: str, token: str) -> None:
+    def _confirm(self, claims: list[Claim], source: ResolvedSource) -> None:
         if self.gate is None:
             return
+        ttl = self.done_ttl(source)
         try:
-            if not self.gate.confirm(key, token, self.policy.dedup_ttl_seconds):
-                logger.warning("claim was taken over before confirm; left alone")
+            if len(claims) == 1:
+                if not self.gate.confirm(claims[0], ttl):
+                    logger.warning("claim was taken over before confirm; left alone")
+            else:
+                self.gate.confirm_many(claims, ttl)
         except GateUnavailableError as exc:
             # Enqueued already: a lost confirm only weakens the fast filter; DynamoDB still
             # records the delivery at most once (I3).
             count(MetricName.GATE_UNAVAILABLE)
             logger.warning("claim confirm failed", extra={"error": str(exc)[:200]})
 
-    def _envelope(
-        self,
-        source: Source,
-        request: WebhookRequest,
-        delivery: _Delivery,
-        token: str,
-        holds_claim: bool,
-    ) -> Envelope:
-        wanted = (*BASE_FORWARDED_HEADERS, *source.forward_headers)
-        headers = {name: value for name in wanted if (value := request.header(name)) is not None}
-        size = len(request.body)
-        inline = size <= self.policy.inline_body_max_bytes
-        pointer = None
-        if not inline:
-            id_digest = hashlib.sha256(delivery.delivery_id.encode()).hexdigest()[:32]
-            pointer = self.payloads.put(f"bodies/{source.name}/{id_digest}/{token}", request.body)
-        return Envelope(
-            source=source.name,
-            delivery_id=delivery.delivery_id,
-            received_at=utcnow(),
-            event_type=delivery.event_type,
-            resource_key=delivery.resource_key,
-            sequence=delivery.sequence,
-            headers=headers,
-            body_b64=body_b64(request.body) if inline else None,
-            body_ref=pointer,
-            body_size=size,
-            body_sha256=sha256_hex(request.body),
-            gate="claimed" if holds_claim else "bypassed",
+    def done_ttl(self, source: ResolvedSource) -> int:
+        """The done-claim TTL of ``source`` (seconds): its own or its provider's retry horizon,
+        capped by the deployment's maximum and never below the pending TTL."""
+        return max(
+            min(source.dedup_ttl_seconds, self.policy.dedup_ttl_max_seconds),
+            self.policy.claim_ttl_seconds + 1,
         )
+
+
+__all__ = ["Answer", "IngestPolicy", "IngestService"]

@@ -55,6 +55,9 @@ class DeliveryRecord:
         Raw body size in bytes.
     body_sha256 : str
         Hex SHA-256 of the raw body.
+    content_sha256 : str
+        The content digest later copies are compared with (``body_sha256`` unless the provider
+        declares volatile fields).
     hook_pending : bool
         A hook is registered for this delivery: write ``hook_state = pending`` when applied.
     message_id : str
@@ -80,6 +83,12 @@ class DeliveryRecord:
     message_id: str
     attempt_token: str
     replay_count: int = 0
+    content_sha256: str = ""
+
+    @property
+    def content_digest(self) -> str:
+        """The digest copies are compared with."""
+        return self.content_sha256 or self.body_sha256
 
 
 @dataclass(frozen=True)
@@ -97,12 +106,15 @@ class StoreResult:
         For a duplicate: the outcome the stored record holds (``applied`` or ``stale``).
     watermark : int | None
         For a stale delivery: the resource's stored watermark, when the store returned it.
+    stored_digest : str | None
+        For a duplicate: the content digest of the recorded copy, when the store returned it.
     """
 
     outcome: Outcome
     hook_state: HookState | None = None
     stored_outcome: Outcome | None = None
     watermark: int | None = None
+    stored_digest: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +173,8 @@ class RecordResult:
         ``"ran"``, ``"failed"`` or ``None`` (no hook ran).
     error : Exception | None
         The exception behind a failed outcome.
+    body_mismatch : bool
+        A duplicate whose content digest differs from the recorded copy's.
     """
 
     message_id: str
@@ -169,6 +183,7 @@ class RecordResult:
     reason: str | None = None
     hook: str | None = None
     error: Exception | None = None
+    body_mismatch: bool = False
 
     @property
     def acknowledged(self) -> bool:

@@ -39,6 +39,17 @@ class DeliveryStore(Protocol):
         """
         ...
 
+    def note_body_mismatch(self, source: str, delivery_id: str, digest: str) -> None:
+        """Count on the delivery record a copy whose content digest differs from the recorded
+        one (``duplicate_body_mismatches``, ``last_mismatch_sha256``).
+
+        Raises
+        ------
+        TransientError, StoreBugError
+            As :meth:`record`; the caller treats the note as best effort.
+        """
+        ...
+
     def mark_hook_done(self, source: str, delivery_id: str) -> None:
         """Set the delivery record's ``hook_state`` to ``done`` (idempotent)."""
         ...

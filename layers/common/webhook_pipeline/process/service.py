@@ -213,6 +213,29 @@ class ProcessorService:
             return RecordResult(message.message_id, Outcome.MALFORMED, reason=str(exc), error=exc)
         return self.process(message, envelope)
 
+    def _check_body(self, envelope: Envelope, stored: StoreResult) -> bool:
+        """Whether a copy of a recorded delivery has other content; if so it is logged (both
+        digests, never the bodies) and noted on the record. It stays a duplicate (invariant I8);
+        the handler counts ``DuplicateBodyMismatch``."""
+        if stored.stored_digest is None or stored.stored_digest == envelope.content_digest:
+            return False
+        logger.warning(
+            "duplicate delivery id with a different body",
+            extra={
+                "source": envelope.source,
+                "delivery_id": envelope.delivery_id,
+                "stored_sha256": stored.stored_digest,
+                "received_sha256": envelope.content_digest,
+            },
+        )
+        try:
+            self._store.note_body_mismatch(
+                envelope.source, envelope.delivery_id, envelope.content_digest
+            )
+        except (TransientError, StoreBugError) as exc:
+            logger.warning("body mismatch not noted", extra={"error": str(exc)[:200]})
+        return True
+
     def _process_group(self, group: list[tuple[Message, Envelope]]) -> list[RecordResult]:
         return [self.process(message, envelope) for message, envelope in group]
 
@@ -239,6 +262,7 @@ class ProcessorService:
             expires_at=int((now + self._retention).timestamp()),
             body_size=envelope.body_size,
             body_sha256=envelope.body_sha256,
+            content_sha256=envelope.content_digest,
             hook_pending=handler is not None,
             message_id=mid,
             attempt_token=attempt_token(message),
@@ -251,6 +275,7 @@ class ProcessorService:
         except StoreBugError as exc:
             return RecordResult(mid, Outcome.BUG, envelope, reason=str(exc), error=exc)
 
+        mismatch = stored.outcome is Outcome.DUPLICATE and self._check_body(envelope, stored)
         reason = _describe(stored)
         hook_due = handler is not None and (
             stored.outcome is Outcome.APPLIED
@@ -261,7 +286,9 @@ class ProcessorService:
             )
         )
         if not hook_due or handler is None:
-            return RecordResult(mid, stored.outcome, envelope, reason=reason)
+            return RecordResult(
+                mid, stored.outcome, envelope, reason=reason, body_mismatch=mismatch
+            )
 
         event = HookEvent(
             source=envelope.source,
@@ -291,7 +318,9 @@ class ProcessorService:
             )
         except StoreBugError as exc:
             return RecordResult(mid, Outcome.BUG, envelope, reason=str(exc), hook="ran", error=exc)
-        return RecordResult(mid, stored.outcome, envelope, reason=reason, hook="ran")
+        return RecordResult(
+            mid, stored.outcome, envelope, reason=reason, hook="ran", body_mismatch=mismatch
+        )
 
 
 def _describe(stored: StoreResult) -> str | None:

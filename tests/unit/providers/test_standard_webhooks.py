@@ -13,8 +13,9 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.signatures import build_scheme
-from webhook_pipeline.signatures.standard_webhooks import decode_secret
+from webhook_pipeline.providers.standard_webhooks import decode_secret
+
+from tests.unit.providers.conftest import build as build_scheme
 
 pytestmark = pytest.mark.unit
 
@@ -135,16 +136,32 @@ class TestSdkCrossCheck:
 
 class TestSvixAliases:
     def test_svix_headers_verify(self) -> None:
-        result = scheme.verify(request(headers(prefix="svix")), [SECRET], TS)
-        assert result == scheme.verify(request(headers()), [SECRET], TS)
+        svix = scheme.verify(request(headers(prefix="svix")), [SECRET], TS)
+        webhook = scheme.verify(request(headers()), [SECRET], TS)
+        assert (svix.secret_index, svix.timestamp, svix.delivery_id) == (0, TS, MSG_ID)
+        assert (webhook.secret_index, webhook.timestamp, webhook.delivery_id) == (0, TS, MSG_ID)
+        assert (svix.family, webhook.family) == ("svix", "webhook")
+        assert svix.signed_headers == {"svix-id", "svix-timestamp"}
 
     def test_svix_headers_any_case(self) -> None:
         hdrs = {"Svix-Id": MSG_ID, "Svix-Timestamp": str(TS), "Svix-Signature": SIGNATURE}
         assert scheme.verify(request(hdrs), [SECRET], TS).secret_index == 0
 
-    def test_both_families_prefer_webhook_headers(self) -> None:
+    def test_both_families_with_the_same_values_use_webhook_headers(self) -> None:
+        hdrs = headers() | headers(prefix="svix")
+        verified = scheme.verify(request(hdrs), [SECRET], TS)
+        assert (verified.family, verified.delivery_id, verified.timestamp) == (
+            "webhook",
+            MSG_ID,
+            TS,
+        )
+
+    def test_both_families_that_disagree_are_a_mismatch(self) -> None:
+        # Case C11's neighbour: each family complete and signed, but with different ids.
         hdrs = headers() | headers(msg_id="msg_other", prefix="svix")
-        assert scheme.verify(request(hdrs), [SECRET], TS).timestamp == TS
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs), [SECRET], TS)
+        assert err.value.reason == "signature_mismatch"
 
     def test_families_are_not_mixed(self) -> None:
         # The signature of one family is checked with the id and timestamp of the same family.

@@ -9,7 +9,8 @@ import pytest
 import stripe
 from webhook_pipeline.errors import TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest, request_from_event
-from webhook_pipeline.signatures import build_scheme
+
+from tests.unit.providers.conftest import build as build_scheme
 
 pytestmark = pytest.mark.unit
 

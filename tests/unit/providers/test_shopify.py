@@ -9,7 +9,8 @@ import hmac
 import pytest
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.signatures import build_scheme
+
+from tests.unit.providers.conftest import build as build_scheme
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,8 @@ import hmac
 import pytest
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.http import WebhookRequest, request_from_event
-from webhook_pipeline.signatures import build_scheme
+
+from tests.unit.providers.conftest import build as build_scheme
 
 pytestmark = pytest.mark.unit
 

@@ -1,8 +1,9 @@
-"""The interface every signature scheme implements, and helpers they share.
+"""Building blocks every provider's verification uses: strict parsing of signature and timestamp
+headers, strict hex/base64 decoding, HMAC, constant-time comparison against several secrets.
 
-A scheme verifies the raw body bytes and headers of a request against one or more secrets (the
-current one first, then the previous one during a rotation window) and, where the provider signs a
-timestamp, checks freshness in both directions with the provider's tolerance and unit.
+Strict means: what a provider's own SDK would refuse is refused here too (upper-case hex where the
+SDK compares lower-case strings, base64 without padding, ``1e9`` or `` 1700000000 `` as a
+timestamp), with a reason code and never an exception other than the typed ones.
 """
 
 from __future__ import annotations
@@ -12,159 +13,11 @@ import binascii
 import hashlib
 import hmac
 import re
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest
-
-
-@dataclass(frozen=True)
-class Verification:
-    """The result of a successful verification.
-
-    Attributes
-    ----------
-    secret_index : int
-        Index into the secrets passed to ``verify`` of the one that matched
-        (0 = current, 1 = previous).
-    timestamp : int | None
-        The signed timestamp in the scheme's own unit, or ``None`` if the scheme signs none.
-    """
-
-    secret_index: int
-    timestamp: int | None = None
-
-
-class SignatureScheme(ABC):
-    """One provider's signature scheme.
-
-    Class attributes
-    ----------------
-    name : str
-        Registry name used in the sources file (``scheme = "stripe"``).
-    default_tolerance_seconds : int | None
-        Freshness tolerance when the source sets none; ``None`` for schemes without a signed
-        timestamp.
-    option_names : frozenset[str]
-        The ``scheme_options`` keys the scheme understands; any other key is a configuration
-        error (a typo must not silently fall back to a default).
-
-    Raises
-    ------
-    ConfigurationError
-        From the constructor: an unknown option key, or a tolerance that is not a positive
-        integer.
-    """
-
-    name: ClassVar[str]
-    default_tolerance_seconds: ClassVar[int | None] = None
-    option_names: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(
-        self, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
-    ) -> None:
-        self.options = dict(options or {})
-        unknown = sorted(set(self.options) - self.option_names)
-        if unknown:
-            raise ConfigurationError(
-                f"signature scheme {self.name!r}: unknown option(s) {unknown}; "
-                f"known: {sorted(self.option_names)}"
-            )
-        if tolerance_seconds is not None and (
-            isinstance(tolerance_seconds, bool)
-            or not isinstance(tolerance_seconds, int)
-            or tolerance_seconds <= 0
-        ):
-            raise ConfigurationError(
-                f"signature scheme {self.name!r}: tolerance_seconds must be a positive integer"
-            )
-        self.tolerance_seconds = (
-            tolerance_seconds if tolerance_seconds is not None else self.default_tolerance_seconds
-        )
-
-    @abstractmethod
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verification:
-        """Verify ``request`` against ``secrets`` at time ``now``.
-
-        Parameters
-        ----------
-        request : WebhookRequest
-            Headers (case-insensitive) and the exact received body bytes.
-        secrets : Sequence[str]
-            Current secret first, then the previous one if a rotation window is open.
-        now : float
-            Current Unix time in seconds.
-
-        Returns
-        -------
-        Verification
-
-        Raises
-        ------
-        VerificationError
-            Signature header missing, malformed, or matching no secret.
-        TimestampError
-            Timestamp missing, not a plain integer, stale or in the future.
-        """
-
-    def check_fresh(self, timestamp_seconds: float, now: float) -> None:
-        """Check a signed timestamp (in seconds) against ``now`` with this scheme's tolerance.
-
-        Raises
-        ------
-        TimestampError
-            ``timestamp_stale`` or ``timestamp_future``.
-        ConfigurationError
-            The scheme has no tolerance (a scheme without a signed timestamp called this).
-        """
-        if self.tolerance_seconds is None:
-            raise ConfigurationError(f"signature scheme {self.name!r} has no timestamp tolerance")
-        check_freshness(timestamp_seconds, now, self.tolerance_seconds)
-
-    def handshake(self, request: WebhookRequest) -> dict[str, Any] | None:
-        """Answer a provider's verification handshake, if ``request`` (already verified) is one.
-
-        Returns the JSON body of a 200 answer (e.g. Slack's ``url_verification`` challenge), or
-        ``None`` for an ordinary delivery. The default: no handshake.
-        """
-        return None
-
-    def subscription_challenge(
-        self, request: WebhookRequest, verify_token: str | None
-    ) -> str | None:
-        """Answer a subscription handshake that arrives as ``GET`` (Meta's ``hub.challenge``).
-
-        Parameters
-        ----------
-        request : WebhookRequest
-            The ``GET`` request (query string parameters in ``request.query``).
-        verify_token : str | None
-            The source's configured verify token (from its secret), if any.
-
-        Returns
-        -------
-        str | None
-            The text to answer with 200, or ``None`` when this scheme has no such handshake
-            (the ingest function answers 405).
-
-        Raises
-        ------
-        VerificationError
-            The handshake is malformed or its token does not match.
-        """
-        return None
-
-    @abstractmethod
-    def sign(self, body: bytes, secret: str, *, timestamp: int, delivery_id: str) -> dict[str, str]:
-        """Return the headers a sender of this scheme would attach to ``body``.
-
-        Used by the sender simulator and tests. ``timestamp`` is Unix seconds (schemes with
-        another unit convert), ``delivery_id`` goes where the provider puts it in headers (if it
-        does).
-        """
 
 
 def constant_time_equal(a: bytes | str, b: bytes | str) -> bool:
@@ -208,8 +61,13 @@ def check_freshness(timestamp_seconds: float, now: float, tolerance_seconds: int
 
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
+
+
 _LOWER_HEX = re.compile(r"[0-9a-f]+")
+
+
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+
 
 #: Digest constructors by the names sources may use.
 DIGESTS: Mapping[str, Callable[[], Any]] = {

@@ -6,19 +6,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.signatures import build_scheme
-from webhook_pipeline.signatures.generic_hmac import GenericHmacScheme
+from webhook_pipeline.providers.generic_hmac import GenericHmac as GenericHmacScheme
+
+from tests.unit.providers.conftest import build as build_scheme
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SECRET = "generic-secret"
 BODY = b'{"type":"thing.updated","resource":{"id":"r1","version":7}}'
 NOW = 1_700_000_000
@@ -126,14 +126,21 @@ class TestWithoutTimestamp:
 
 
 class TestTimestampSeconds:
-    """The options of ``[sources.generic-hmac]`` in the repository's sources file."""
+    """A ``{timestamp}.{body}`` template with a seconds timestamp header (no signed id)."""
+
+    OPTIONS: dict[str, Any] = {  # noqa: RUF012 - read-only in tests
+        "header": "X-Signature",
+        "prefix": "sha256=",
+        "algorithm": "sha256",
+        "encoding": "hex",
+        "timestamp_header": "X-Timestamp",
+        "timestamp_unit": "seconds",
+        "signed_template": "{timestamp}.{body}",
+    }
 
     @pytest.fixture
     def scheme(self) -> GenericHmacScheme:
-        source = tomllib.loads((ROOT / "layers/common/sources.toml").read_text())["sources"][
-            "generic-hmac"
-        ]
-        built = build_scheme("generic-hmac", source["scheme_options"], source["tolerance_seconds"])
+        built = build_scheme("generic-hmac", self.OPTIONS, 300)
         assert isinstance(built, GenericHmacScheme)
         return built
 
@@ -187,7 +194,8 @@ class TestTimestampMilliseconds:
         hdrs = scheme.sign(BODY, SECRET, timestamp=NOW, delivery_id="d1")
         assert hdrs["X-Ts"] == str(NOW_MS)
         assert hdrs["X-Sig"] == reference("sha256", "base64", f"{NOW_MS}:".encode() + BODY)
-        assert scheme.verify(request(hdrs), [SECRET], NOW).timestamp == NOW_MS
+        verified = scheme.verify(request(hdrs), [SECRET], NOW)
+        assert (verified.raw_timestamp, verified.timestamp) == (str(NOW_MS), NOW)
 
     @pytest.mark.parametrize(
         ("ts_ms", "ok"),
@@ -204,7 +212,8 @@ class TestTimestampMilliseconds:
         value = reference("sha256", "base64", f"{ts_ms}:".encode() + BODY)
         req = request({"X-Sig": value, "X-Ts": str(ts_ms)})
         if ok:
-            assert scheme.verify(req, [SECRET], NOW).timestamp == ts_ms
+            verified = scheme.verify(req, [SECRET], NOW)
+            assert (verified.raw_timestamp, verified.timestamp) == (str(ts_ms), ts_ms // 1000)
         else:
             with pytest.raises(TimestampError):
                 scheme.verify(req, [SECRET], NOW)

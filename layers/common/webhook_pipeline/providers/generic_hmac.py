@@ -12,8 +12,15 @@ Configured per source in the sources file (``[sources.<name>.scheme_options]``):
     delivery_id_header = "X-Delivery-Id"    # required when the template uses {delivery_id}
 
 Source of the scheme: no single provider; it covers the common "HMAC of (timestamp +) body in one
-header" family (e.g. GitHub's legacy ``X-Hub-Signature: sha1=``, Intercom, Linear) described in
-``providers.md``.
+header" family (e.g. GitHub's legacy ``X-Hub-Signature: sha1=``, Intercom, Linear).
+
+What is signed is what the template says. The delivery id is signed only when the template has
+``{delivery_id}`` (then the id IS that header's value, and a source may not read it elsewhere);
+otherwise a source reading its id from a header loads with a loud warning, or fails to load with
+``require_signed_id = true``. A ``{delivery_id}`` next to a literal separator is unambiguous only
+if the id cannot contain that separator: such ids are refused (``signature_malformed``), so
+``{delivery_id}.{body}`` cannot verify id ``ord.1`` + body ``2.{...}`` as id ``ord`` + body
+``1.2.{...}``.
 """
 
 from __future__ import annotations
@@ -21,14 +28,14 @@ from __future__ import annotations
 import base64
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
+from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.signatures.base import (
+from webhook_pipeline.providers.base import DAY, Defaults, Provider, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.crypto import (
     DIGESTS,
-    SignatureScheme,
-    Verification,
     decode_base64,
     decode_hex,
     hmac_digest,
@@ -36,6 +43,7 @@ from webhook_pipeline.signatures.base import (
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.registry import register
 
 ENCODINGS = ("hex", "base64")
 TIMESTAMP_UNITS = {"seconds": 1, "milliseconds": 1000}
@@ -73,10 +81,39 @@ def _parse_template(template: str) -> list[_Part]:
         parts.append(field)
     if parts.count("body") != 1:
         raise ConfigurationError("generic-hmac: signed_template must contain {body} exactly once")
+    for index, part in enumerate(parts):
+        if part != "delivery_id":
+            continue
+        for neighbour in (parts[index - 1] if index else None, parts[index + 1 : index + 2]):
+            if isinstance(neighbour, list):
+                neighbour = neighbour[0] if neighbour else None
+            if isinstance(neighbour, str):
+                raise ConfigurationError(
+                    "generic-hmac: signed_template puts {delivery_id} right next to "
+                    f"{{{neighbour}}}: put a separator between them"
+                )
     return parts
 
 
-class GenericHmacScheme(SignatureScheme):
+def id_separators(parts: list[_Part]) -> str:
+    """The characters of the literals that separate ``{delivery_id}`` from another placeholder:
+    an id containing one of them could be split at another place with the same signed bytes
+    (``{delivery_id}.{body}``: id ``ord.1`` + body ``2.{..}`` = id ``ord`` + body ``1.2.{..}``),
+    so such ids are refused. A literal at the start or end of the template anchors the id and
+    does not count."""
+    chars: set[str] = set()
+    for index, part in enumerate(parts):
+        if part != "delivery_id":
+            continue
+        for literal, beyond in ((index - 1, index - 2), (index + 1, index + 2)):
+            text = parts[literal] if 0 <= beyond < len(parts) else None
+            if isinstance(text, bytes) and isinstance(parts[beyond], str):
+                chars.update(text.decode("utf-8"))
+    return "".join(sorted(chars))
+
+
+@register
+class GenericHmac(Provider):
     """HMAC over a configurable template of timestamp, body and delivery id.
 
     Header shapes: ``<header>: <prefix><digest>`` with the digest in hex (either case) or
@@ -85,7 +122,7 @@ class GenericHmacScheme(SignatureScheme):
     Signed bytes: ``signed_template`` with ``{body}`` replaced by the raw body bytes (never
     decoded), ``{timestamp}`` and ``{delivery_id}`` by the header values exactly as sent.
     Key: the secret as UTF-8. Timestamp (when configured): tolerance 300 s by default, both
-    directions; ``Verification.timestamp`` is in ``timestamp_unit``.
+    directions; ``Verified.timestamp`` is in seconds.
 
     Raises
     ------
@@ -97,7 +134,39 @@ class GenericHmacScheme(SignatureScheme):
     """
 
     name = "generic-hmac"
+    title = "Generic HMAC"
+    reference = "configurable: header, prefix, algorithm, encoding, timestamp, signed template"
+    signs = Signs(
+        id="the delivery id header, only when the template has {delivery_id}",
+        timestamp="the timestamp header, when configured",
+        note="what the template covers; anything else is unsigned",
+    )
+    defaults = Defaults(delivery_id=None)
     default_tolerance_seconds = 300
+    retry_horizon_seconds = 3 * DAY
+    retry_horizon_reference = "no single sender: 3 days unless the source sets dedup_ttl_seconds"
+    dev_secret = "dev-generic-hmac-secret-local"
+    example_options: ClassVar[Mapping[str, Any]] = {
+        "header": "X-Signature",
+        "prefix": "sha256=",
+        "timestamp_header": "X-Timestamp",
+        "delivery_id_header": "X-Delivery-Id",
+        "signed_template": "{delivery_id}.{timestamp}.{body}",
+    }
+    vectors = (
+        Vector(
+            secret="It's a Secret to Everybody",
+            headers={
+                "X-Signature": "sha256="
+                "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+            },
+            body=b"Hello, World!",
+            now=0,
+            origin="published",
+            reference="GitHub's published vector, configured as header X-Signature, sha256=, hex",
+            options={"header": "X-Signature", "prefix": "sha256="},
+        ),
+    )
     option_names = frozenset(
         {
             "header",
@@ -123,6 +192,7 @@ class GenericHmacScheme(SignatureScheme):
         if not header:
             raise ConfigurationError("generic-hmac: option 'header' (signature header) is required")
         self.header: str = header
+        self.signature_header = header
         self.prefix: str = opts.get("prefix", "")
         self.algorithm: str = opts.get("algorithm", "sha256")
         if self.algorithm not in DIGESTS:
@@ -139,7 +209,7 @@ class GenericHmacScheme(SignatureScheme):
             raise ConfigurationError(
                 f"generic-hmac: timestamp_unit {unit!r} is not one of {list(TIMESTAMP_UNITS)}"
             )
-        self.timestamp_unit: str = unit
+        self.timestamp_unit = "milliseconds" if unit == "milliseconds" else "seconds"
         self.timestamp_header: str | None = opts.get("timestamp_header") or None
         self.delivery_id_header: str | None = opts.get("delivery_id_header") or None
         self.template = _parse_template(opts.get("signed_template", "{body}"))
@@ -152,6 +222,27 @@ class GenericHmacScheme(SignatureScheme):
             raise ConfigurationError(
                 "generic-hmac: signed_template uses {delivery_id}: set delivery_id_header"
             )
+        self.id_separators = id_separators(self.template)
+
+    @property
+    def signs_id(self) -> bool:
+        """Whether the template covers the delivery id header."""
+        return "delivery_id" in self.template
+
+    def signed_header_names(self) -> frozenset[str]:
+        names = set()
+        if self.timestamp_header is not None:
+            names.add(self.timestamp_header.lower())
+        if self.signs_id and self.delivery_id_header is not None:
+            names.add(self.delivery_id_header.lower())
+        return frozenset(names)
+
+    def field_defaults(self) -> Defaults:
+        """The delivery id is the signed one when the template covers it; otherwise the source
+        must say where it is."""
+        if self.signs_id:
+            return Defaults(delivery_id=FieldLocation(signed="id"))
+        return self.defaults
 
     def _signed(self, body: bytes, timestamp: str | None, delivery_id: str | None) -> bytes:
         values = {"body": body, "timestamp": timestamp, "delivery_id": delivery_id}
@@ -172,7 +263,7 @@ class GenericHmacScheme(SignatureScheme):
     def _encode(self, digest: bytes) -> str:
         return digest.hex() if self.encoding == "hex" else base64.b64encode(digest).decode("ascii")
 
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verification:
+    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a delivery against the configured header, template, algorithm and encoding.
 
         Parameters
@@ -187,16 +278,17 @@ class GenericHmacScheme(SignatureScheme):
 
         Returns
         -------
-        Verification
-            ``secret_index`` of the matching secret; ``timestamp`` in ``timestamp_unit`` or
-            ``None`` without a timestamp header.
+        Verified
+            ``secret_index`` of the matching secret; ``timestamp`` in seconds (``None`` without
+            a timestamp header); ``delivery_id`` when the template signs it.
 
         Raises
         ------
         VerificationError
             ``signature_missing`` (no signature header), ``signature_malformed`` (prefix
-            missing, digest not in the configured encoding, signed delivery-id header missing
-            or not ASCII), ``signature_invalid`` (no secret matches).
+            missing, digest not in the configured encoding, signed delivery-id header missing,
+            not ASCII or containing a separator of the template), ``signature_invalid`` (no
+            secret matches).
         TimestampError
             ``timestamp_missing``, ``timestamp_invalid`` (not a plain integer),
             ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance).
@@ -220,17 +312,32 @@ class GenericHmacScheme(SignatureScheme):
                 raise VerificationError(
                     "signature_malformed", f"{self.delivery_id_header} missing or not ASCII"
                 )
+            if any(ch in delivery_id for ch in self.id_separators):
+                raise VerificationError(
+                    "signature_malformed",
+                    f"{self.delivery_id_header} contains a separator of the signed template",
+                )
         signed = self._signed(request.body, raw_ts, delivery_id)
         index = match_secrets(
             secrets,
             lambda secret: hmac_digest(secret.encode("utf-8"), signed, self.algorithm),
             [digest],
         )
+        seconds: int | None = None
         if timestamp is not None:
+            seconds = timestamp // TIMESTAMP_UNITS[self.timestamp_unit]
             self.check_fresh(timestamp / TIMESTAMP_UNITS[self.timestamp_unit], now)
-        return Verification(secret_index=index, timestamp=timestamp)
+        return Verified(
+            secret_index=index,
+            timestamp=seconds,
+            delivery_id=delivery_id,
+            signed_headers=self.signed_header_names(),
+            raw_timestamp=raw_ts,
+        )
 
-    def sign(self, body: bytes, secret: str, *, timestamp: int, delivery_id: str) -> dict[str, str]:
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
         """Return the configured headers for ``body``.
 
         ``timestamp`` is Unix seconds (multiplied by 1000 for a milliseconds unit); the delivery
@@ -248,3 +355,21 @@ class GenericHmacScheme(SignatureScheme):
         )
         headers[self.header] = self.prefix + self._encode(digest)
         return headers
+
+    def sample(
+        self,
+        *,
+        delivery_id: str,
+        resource: str,
+        sequence: int,
+        event_type: str | None,
+        timestamp: int,
+    ) -> Sample:
+        headers = {"X-Delivery-Id": delivery_id} if self.delivery_id_header is None else {}
+        return Sample.json(
+            {
+                "type": event_type or "resource.updated",
+                "resource": {"id": resource, "version": sequence},
+            },
+            **headers,
+        )

@@ -1,0 +1,82 @@
+"""Building the envelope of one delivery: forwarded headers, the body inline or as an S3 claim
+check, the content digest, the gate state and, for one event of a batch, its position."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
+from webhook_pipeline.fields import body_b64
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.ingest.events import DeliveryEvent
+from webhook_pipeline.ingest.ports import PayloadStore
+from webhook_pipeline.sources import ResolvedSource
+
+# Headers copied into every envelope when present (never signature headers).
+BASE_FORWARDED_HEADERS = ("content-type", "user-agent")
+
+
+@dataclass(frozen=True)
+class EnvelopeFactory:
+    """Envelopes of the deliveries of one request.
+
+    Attributes
+    ----------
+    source : ResolvedSource
+        The source the request came for.
+    request : WebhookRequest
+        The verified request (for the forwarded headers).
+    payloads : PayloadStore
+        Where bodies over ``inline_body_max_bytes`` go (S3).
+    inline_body_max_bytes : int
+        Bodies up to this size (bytes) travel inside the envelope.
+    """
+
+    source: ResolvedSource
+    request: WebhookRequest
+    payloads: PayloadStore
+    inline_body_max_bytes: int
+
+    def build(
+        self,
+        event: DeliveryEvent,
+        token: str,
+        holds_claim: bool,
+        batch: tuple[int, int] | None = None,
+    ) -> Envelope:
+        """The envelope of ``event``; ``batch`` is ``(index, count)`` for one event of many.
+
+        Raises
+        ------
+        PayloadUnavailableError
+            The claim-check body could not be stored.
+        """
+        wanted = (*BASE_FORWARDED_HEADERS, *self.source.forward_headers)
+        headers = {n: v for n in wanted if (v := self.request.header(n)) is not None}
+        size = len(event.body)
+        inline = size <= self.inline_body_max_bytes
+        pointer = None
+        if not inline:
+            id_digest = hashlib.sha256(event.delivery_id.encode()).hexdigest()[:32]
+            pointer = self.payloads.put(
+                f"bodies/{self.source.name}/{id_digest}/{token}", event.body
+            )
+        raw_sha = sha256_hex(event.body)
+        return Envelope(
+            source=self.source.name,
+            delivery_id=event.delivery_id,
+            received_at=utcnow(),
+            event_type=event.event_type,
+            resource_key=event.resource_key,
+            sequence=event.sequence,
+            headers=headers,
+            body_b64=body_b64(event.body) if inline else None,
+            body_ref=pointer,
+            body_size=size,
+            body_sha256=raw_sha,
+            content_sha256=event.digest if event.digest != raw_sha else None,
+            batch_index=batch[0] if batch else None,
+            batch_count=batch[1] if batch else None,
+            gate="claimed" if holds_claim else "bypassed",
+        )

@@ -1,0 +1,121 @@
+"""From a verified request to its deliveries: parse the body as declared, split a batch, read each
+event's identity and ordering fields from verified material only (invariant I8), check bounds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webhook_pipeline.errors import BadDeliveryError
+from webhook_pipeline.fields import (
+    MAX_DELIVERY_ID_LENGTH,
+    EventBody,
+    FieldLocation,
+    body_digest,
+    json_array_items,
+    parse_body,
+    read_value,
+)
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.providers.base import Verified
+from webhook_pipeline.sources import ResolvedSource
+
+# Bounds that keep an envelope within SQS's message size and its DynamoDB keys within their
+# 2048-byte limit (UTF-8 bytes, not characters).
+MAX_EVENT_TYPE_BYTES = 256
+MAX_RESOURCE_KEY_BYTES = 1024
+#: Most events one batched POST may carry (each is claimed and enqueued on its own).
+MAX_BATCH_EVENTS = 1_000
+
+
+@dataclass(frozen=True)
+class DeliveryEvent:
+    """One delivery read from a verified request.
+
+    Attributes
+    ----------
+    delivery_id : str
+        At most 256 characters.
+    event_type, resource_key : str | None
+        At most 256 and 1024 UTF-8 bytes.
+    sequence : int | None
+        Ordering value (with ``resource_key``: both or neither).
+    body : bytes
+        The event's exact bytes (the whole body, or one element of a batch).
+    digest : str
+        Content digest for the duplicate body-consistency check.
+    """
+
+    delivery_id: str
+    event_type: str | None
+    resource_key: str | None
+    sequence: int | None
+    body: bytes
+    digest: str
+
+
+def read_events(
+    source: ResolvedSource, request: WebhookRequest, verified: Verified
+) -> list[DeliveryEvent]:
+    """The deliveries of a verified request: one, or one per element of a batched body.
+
+    Raises
+    ------
+    BadDeliveryError
+        The body does not parse as the source's declared format (``body_not_json``...), a
+        batch is not an array or holds more than 1,000 events (``batch_invalid``,
+        ``batch_too_large``), or a field is missing, malformed or over its bound
+        (``delivery_id_missing``, ``delivery_id_too_long``, ``sequence_invalid``,
+        ``event_type_too_long``, ``resource_key_too_long``, ``ordering_fields_incomplete``).
+    """
+    document = parse_body(request.body, source.body_format)
+    provider = source.provider
+    if provider.batch_path is None:
+        bodies = [EventBody(document, request.body)]
+    else:
+        bodies = json_array_items(request.body, provider.batch_path)
+        if len(bodies) > MAX_BATCH_EVENTS:
+            raise BadDeliveryError("batch_too_large", f"{len(bodies)} events in one request")
+    return [_event(source, request, verified, body) for body in bodies]
+
+
+def _event(
+    source: ResolvedSource, request: WebhookRequest, verified: Verified, body: EventBody
+) -> DeliveryEvent:
+    def read(location: FieldLocation | None) -> str | int | None:
+        if location is None:
+            return None
+        return read_value(
+            location,
+            headers=request.headers,
+            document=body.document,
+            raw=body.raw,
+            signed_id=verified.delivery_id,
+        )
+
+    delivery_id = read(source.delivery_id)
+    if delivery_id is None:
+        raise BadDeliveryError("delivery_id_missing")
+    delivery_id = str(delivery_id)
+    if len(delivery_id) > MAX_DELIVERY_ID_LENGTH:
+        raise BadDeliveryError("delivery_id_too_long")
+    event_type = _text(read(source.event_type))
+    if event_type is not None and len(event_type.encode("utf-8")) > MAX_EVENT_TYPE_BYTES:
+        raise BadDeliveryError("event_type_too_long")
+    resource_key = _text(read(source.resource_key))
+    sequence = read(source.sequence)
+    if sequence is not None and not isinstance(sequence, int):
+        raise BadDeliveryError("sequence_invalid")
+    if (resource_key is None) != (sequence is None):
+        raise BadDeliveryError(
+            "ordering_fields_incomplete",
+            "resource key and sequence must both be present or both absent",
+        )
+    if resource_key is not None and len(resource_key.encode("utf-8")) > MAX_RESOURCE_KEY_BYTES:
+        raise BadDeliveryError("resource_key_too_long")
+    digest = body_digest(body.raw, body.document, source.provider.volatile_fields)
+    return DeliveryEvent(delivery_id, event_type, resource_key, sequence, body.raw, digest)
+
+
+def _text(value: str | int | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,493 @@
+"""The provider model: everything about one sender, declared in one module.
+
+A provider module defines one :class:`Provider` subclass and registers it with
+:func:`webhook_pipeline.providers.registry.register`. The class declares:
+
+- its **scheme**: :meth:`Provider.verify` (raw body and headers against the secrets) and
+  :meth:`Provider.sign` (the same headers a sender would attach, for the simulator and tests);
+- **what the signature covers** (:attr:`Provider.signs`): whether a delivery id, a timestamp and the
+  body are signed, and what :meth:`verify` returns of them (:class:`Verified`). Identity and order
+  are read only from verified material (invariant I8);
+- its **secret format** (:meth:`Provider.validate_secret`), checked when the secret is loaded;
+- its **default source settings** (:attr:`Provider.defaults`): where the delivery id, event type,
+  resource key and sequence are, the body format (``json`` | ``form`` | ``raw``, never taken from
+  ``Content-Type``), the tolerance and timestamp unit;
+- its **sender retry horizon** (:attr:`Provider.retry_horizon_seconds`), the default done-claim TTL;
+- its **handshakes** (:attr:`Provider.handshakes`), answered before the gate;
+- its **acknowledgement** (:meth:`Provider.acknowledgement`) and the statuses it must never get
+  (:attr:`Provider.stop_statuses`);
+- the body fields that change between retries (:attr:`Provider.volatile_fields`), ignored by the
+  duplicate body-consistency check;
+- a **batch split** (:attr:`Provider.batch_path`) for senders that put many events in one POST;
+- its **test vectors** (:attr:`Provider.vectors`) and a **sample payload** (:meth:`Provider.sample`)
+  for the simulator and ``events/``.
+
+Everything else (the registry, the simulator, ``events/``, the local stack's development secrets,
+the shared tests, the README's provider table) reads these declarations.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal
+
+from webhook_pipeline.errors import ConfigurationError
+from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.providers.crypto import check_freshness
+from webhook_pipeline.secrets import SourceSecret
+
+BodyFormat = Literal["json", "form", "raw"]
+
+HOUR = 3_600
+DAY = 86_400
+
+
+def iso_utc(seconds: int) -> str:
+    """``2026-01-01T00:00:00Z`` for Unix ``seconds`` (sample payloads)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What a successful verification proved.
+
+    Attributes
+    ----------
+    secret_index : int
+        Index into the secrets passed to ``verify`` of the one that matched (0 = current,
+        1 = previous).
+    timestamp : int | None
+        The signed timestamp in Unix **seconds**, or ``None`` when the scheme signs none.
+    delivery_id : str | None
+        The delivery id the signature covered, where the scheme signs one (Standard Webhooks
+        ``webhook-id``, Twitch message id...); ``None`` when it signs no id.
+    signed_headers : frozenset[str]
+        Lower-case names of the headers whose values the signature covered.
+    family : str | None
+        The header family the signature was read from, when a scheme accepts several
+        (``"webhook"`` or ``"svix"`` for Standard Webhooks).
+    raw_timestamp : str | None
+        The signed timestamp exactly as sent, in the provider's own unit (milliseconds for
+        some).
+    """
+
+    secret_index: int
+    timestamp: int | None = None
+    delivery_id: str | None = None
+    signed_headers: frozenset[str] = frozenset()
+    family: str | None = None
+    raw_timestamp: str | None = None
+
+
+@dataclass(frozen=True)
+class Signs:
+    """What a provider's signature covers, as documentation and as the rule identity follows.
+
+    Attributes
+    ----------
+    id : str | None
+        Where the signed delivery id is (``"webhook-id header"``), or ``None`` when the provider
+        signs no id: then any id is read from unsigned material and only the dedup gate and the
+        body-consistency check stand between a captured body and a second delivery.
+    timestamp : str | None
+        The signed timestamp (``"t in Stripe-Signature, seconds"``), or ``None``: a captured
+        delivery can then be replayed at any time.
+    body : bool
+        Whether the body bytes are covered. ``False`` (Mailgun, Postmark, Telegram) means body
+        fields, including ids and ordering values, are unsigned.
+    note : str
+        What is not signed, in plain words (shown in the docs and at source load).
+    """
+
+    id: str | None
+    timestamp: str | None
+    body: bool = True
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """A provider's default source settings (a source may override each).
+
+    Attributes
+    ----------
+    delivery_id : FieldLocation | None
+        Where the delivery id is. ``FieldLocation(signed="id")`` for schemes that sign one
+        (the id is then :attr:`Verified.delivery_id`, and a source may not move it).
+    event_type, resource_key, sequence : FieldLocation | None
+        Event type; the resource whose order matters; its ordering value.
+    body_format : BodyFormat
+        How the body is parsed: ``json``, ``form`` (``application/x-www-form-urlencoded``) or
+        ``raw`` (never parsed; no body fields).
+    forward_headers : tuple[str, ...]
+        Headers copied into the envelope (lower-cased), never signature headers.
+    """
+
+    delivery_id: FieldLocation | None
+    event_type: FieldLocation | None = None
+    resource_key: FieldLocation | None = None
+    sequence: FieldLocation | None = None
+    body_format: BodyFormat = "json"
+    forward_headers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer: a status, a body (JSON object or text) and its content type."""
+
+    status: int
+    body: dict[str, Any] | list[Any] | str
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """The body as sent on the wire."""
+        if isinstance(self.body, str):
+            return self.body
+        return json.dumps(self.body, separators=(",", ":"))
+
+
+class Handshake(ABC):
+    """A provider's endpoint verification (challenge) request: recognised, optionally verified,
+    and answered before the gate; it never touches Redis, SQS or DynamoDB.
+
+    Class attributes
+    ----------------
+    name : str
+        Short name used in logs and the ``HandshakeAnswered`` metric (``url_verification``).
+    method : {"GET", "POST"}
+        The HTTP method the challenge arrives with.
+    signed : bool
+        The challenge is signed like a delivery (Slack, Zoom, Twitch, Discord): the request is
+        verified first and a bad signature is 401. Unsigned challenges (Meta, LinkedIn, X,
+        Microsoft Graph) prove the endpoint holds the secret by answering with a token or HMAC.
+    """
+
+    name: ClassVar[str]
+    method: ClassVar[Literal["GET", "POST"]]
+    signed: ClassVar[bool]
+
+    @abstractmethod
+    def matches(self, request: WebhookRequest) -> bool:
+        """Whether ``request`` is this challenge (cheap: shape only, before any verification)."""
+
+    @abstractmethod
+    def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
+        """The answer to ``request``.
+
+        Raises
+        ------
+        VerificationError
+            The challenge is malformed or its token does not match (401).
+        """
+
+    @abstractmethod
+    def sample(self, secret: SourceSecret) -> HandshakeSample:
+        """A challenge as the provider sends it (unsigned: signed challenges are signed with
+        :meth:`Provider.sign` by the caller), for ``events/`` and tests."""
+
+
+@dataclass(frozen=True)
+class HandshakeSample:
+    """A sample challenge request: method, query parameters, body and non-signature headers."""
+
+    method: str
+    body: bytes = b""
+    query: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Vector:
+    """A test vector: a request that must verify with ``secret`` at ``now``.
+
+    Attributes
+    ----------
+    origin : {"published", "sdk", "self"}
+        ``published``: copied from the provider's docs or official SDK tests; ``sdk``: produced
+        by the official SDK; ``self``: computed from the documented recipe (self-consistency
+        only: says so).
+    reference : str
+        Where the vector comes from.
+    """
+
+    secret: str
+    headers: Mapping[str, str]
+    body: bytes
+    now: float
+    origin: Literal["published", "sdk", "self"]
+    reference: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    delivery_id: str | None = None
+    method: str = "POST"
+    query: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A provider-shaped delivery for the simulator and ``events/``: the body and the headers
+    other than the signature (:meth:`Provider.sign` adds those)."""
+
+    body: bytes
+    headers: dict[str, str]
+
+    @classmethod
+    def json(cls, document: Any, **headers: str) -> Sample:
+        """A compact JSON body (no spaces, as most senders serialise) with ``content-type``."""
+        body = json.dumps(document, separators=(",", ":")).encode()
+        return cls(body, {"content-type": "application/json", **headers})
+
+
+class Provider(ABC):
+    """One sender: scheme, secret format, defaults, retry horizon, handshakes, acknowledgement.
+
+    Instances are built per source with that source's provider options and tolerance.
+
+    Class attributes
+    ----------------
+    name : str
+        Registry name used in the sources file (``provider = "stripe"``).
+    title : str
+        Display name.
+    reference : str
+        The source of the scheme: the provider's docs and official SDK files it follows.
+    signs : Signs
+        What the signature covers.
+    defaults : Defaults
+        Default source settings.
+    default_tolerance_seconds : int | None
+        Freshness tolerance when the source sets none; ``None`` without a signed timestamp.
+    retry_horizon_seconds : int
+        How long the sender retries one delivery (seconds): the default done-claim TTL.
+    retry_horizon_reference : str
+        Where that figure comes from.
+    stop_statuses : frozenset[int]
+        Statuses this sender treats as "stop" or "disable the endpoint" (Standard Webhooks 410,
+        Mailgun 406, Postmark 403): never answered to it; an answer that would be one becomes
+        503 (the sender retries, nothing is lost).
+    volatile_fields : tuple[str, ...]
+        Dotted body paths that change between retries of one delivery (HubSpot
+        ``attemptNumber``): removed before the body-consistency hash.
+    batch_path : str | None
+        Dotted path of the array of events in the body (``""`` = the body is the array), when
+        one POST carries many deliveries; each event is then its own delivery and the default
+        field locations are relative to the event.
+    handshakes : tuple[Handshake, ...]
+        Endpoint verification challenges this provider sends.
+    option_names : frozenset[str]
+        The ``options`` keys this provider understands; any other key is a configuration error.
+    vectors : tuple[Vector, ...]
+        Requests that must verify (the shared tests run every one).
+    dev_secret : str
+        A development signing secret in this provider's format (local stack and ``events/``
+        only); for asymmetric schemes the private key (:meth:`verification_secret` gives what is
+        stored).
+    example_options : Mapping[str, Any]
+        Options of the example source the local stack serves for this provider when no source
+        uses it (``SOURCES_CATALOGUE``).
+
+    Raises
+    ------
+    ConfigurationError
+        From the constructor: an unknown option, a tolerance that is not a positive integer.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    reference: ClassVar[str]
+    signs: ClassVar[Signs]
+    defaults: ClassVar[Defaults]
+    default_tolerance_seconds: ClassVar[int | None] = None
+    retry_horizon_seconds: ClassVar[int]
+    retry_horizon_reference: ClassVar[str] = ""
+    stop_statuses: ClassVar[frozenset[int]] = frozenset()
+    volatile_fields: ClassVar[tuple[str, ...]] = ()
+    batch_path: ClassVar[str | None] = None
+    handshakes: ClassVar[tuple[Handshake, ...]] = ()
+    option_names: ClassVar[frozenset[str]] = frozenset()
+    vectors: ClassVar[tuple[Vector, ...]] = ()
+    dev_secret: ClassVar[str]
+    example_options: ClassVar[Mapping[str, Any]] = {}
+    #: The header that carries the signature, and the one that carries the signed timestamp
+    #: (the same for Stripe, whose ``t`` is inside ``Stripe-Signature``); instance attributes
+    #: where options choose them (generic HMAC).
+    signature_header: str = ""
+    timestamp_header: str | None = None
+    #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
+    timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"
+
+    def __init__(
+        self, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
+    ) -> None:
+        self.options = dict(options or {})
+        unknown = sorted(set(self.options) - self.option_names)
+        if unknown:
+            raise ConfigurationError(
+                f"provider {self.name!r}: unknown option(s) {unknown}; "
+                f"known: {sorted(self.option_names)}"
+            )
+        if tolerance_seconds is not None and (
+            isinstance(tolerance_seconds, bool)
+            or not isinstance(tolerance_seconds, int)
+            or tolerance_seconds <= 0
+        ):
+            raise ConfigurationError(
+                f"provider {self.name!r}: tolerance_seconds must be a positive integer"
+            )
+        self.tolerance_seconds = (
+            tolerance_seconds if tolerance_seconds is not None else self.default_tolerance_seconds
+        )
+
+    # -- the scheme -------------------------------------------------------------------------
+
+    @abstractmethod
+    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
+        """Verify ``request`` against ``secrets`` at time ``now``.
+
+        Parameters
+        ----------
+        request : WebhookRequest
+            Headers (case-insensitive) and the exact received body bytes.
+        secrets : Sequence[str]
+            Current secret first, then the previous one if a rotation window is open; already
+            validated by :meth:`validate_secret`.
+        now : float
+            Current Unix time in seconds.
+
+        Returns
+        -------
+        Verified
+
+        Raises
+        ------
+        VerificationError
+            Signature missing, malformed or matching no secret; headers of two families that
+            disagree (``signature_mismatch``).
+        TimestampError
+            Timestamp missing, not a plain integer, stale or in the future.
+        """
+
+    @abstractmethod
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """The headers a sender of this provider attaches to ``body`` (simulator and tests).
+
+        ``timestamp`` is Unix seconds (providers with another unit convert); ``delivery_id`` goes
+        where the provider puts it in headers, if it does; ``url`` is the URL the sender calls
+        (for providers that sign it).
+        """
+
+    def validate_secret(self, secret: str) -> None:
+        """Check that ``secret`` (whitespace already stripped) is usable by this scheme.
+
+        Raises
+        ------
+        ConfigurationError
+            The value is not in this provider's secret format; the message names the problem,
+            never the value. The default accepts any non-empty string.
+        """
+        if not secret:
+            raise ConfigurationError("the secret is empty")
+
+    def check_fresh(self, timestamp_seconds: float, now: float) -> None:
+        """Check a signed timestamp (seconds) against ``now`` with this source's tolerance.
+
+        Raises
+        ------
+        TimestampError
+            ``timestamp_stale`` or ``timestamp_future``.
+        ConfigurationError
+            The provider has no tolerance (one without a signed timestamp called this).
+        """
+        if self.tolerance_seconds is None:
+            raise ConfigurationError(f"provider {self.name!r} has no timestamp tolerance")
+        check_freshness(timestamp_seconds, now, self.tolerance_seconds)
+
+    # -- identity ---------------------------------------------------------------------------
+
+    def field_defaults(self) -> Defaults:
+        """This instance's default field locations (:attr:`defaults`, unless the options change
+        them, as a generic HMAC template that signs the delivery id does)."""
+        return self.defaults
+
+    def signed_header_names(self) -> frozenset[str]:
+        """Lower-case names of headers this provider's signature always covers (static; used at
+        source load to tell signed from unsigned field locations)."""
+        return frozenset()
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def acknowledgement(self, status: int, body: dict[str, Any]) -> Answer:
+        """The answer to a delivery that was accepted (202) or a duplicate (200).
+
+        ``body`` is the pipeline's own JSON (``{"status": "accepted", "delivery_id": ...}``). The
+        default sends it as is; providers that expect a fixed body (Adyen ``[accepted]``, Twilio's
+        empty TwiML) override this.
+        """
+        return Answer(status, body)
+
+    # -- samples ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def sample(
+        self,
+        *,
+        delivery_id: str,
+        resource: str,
+        sequence: int,
+        event_type: str | None,
+        timestamp: int,
+    ) -> Sample:
+        """A realistic delivery body and its non-signature headers.
+
+        Parameters
+        ----------
+        delivery_id : str
+            The id to put where the provider puts it (body or header).
+        resource : str
+            The resource the event is about.
+        sequence : int
+            Its ordering value, as Unix seconds where the provider orders by a time.
+        event_type : str | None
+            The event type (``None``: a typical one).
+        timestamp : int
+            Send time, Unix seconds.
+        """
+
+    def new_delivery_id(self, random_hex: str) -> str:
+        """A delivery id in this provider's style, from 32 random hex digits."""
+        h = random_hex
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+    def verification_secret(self, signing_secret: str) -> str:
+        """What a source stores to verify signatures made with ``signing_secret``: the same
+        value for HMAC schemes, the public key for asymmetric ones (Ed25519, ECDSA)."""
+        return signing_secret
+
+    def restamp(self, headers: Mapping[str, str], raw: str | None) -> dict[str, str] | None:
+        """``headers`` (as :meth:`sign` made them) with the signed timestamp replaced by ``raw``
+        exactly as written (``None``: removed), the signature left as it was; ``None`` when the
+        timestamp is not in a header. For the shared tests of timestamp parsing."""
+        if self.timestamp_header is None or self.timestamp_header == self.signature_header:
+            return None
+        out = {k: v for k, v in headers.items() if k.lower() != self.timestamp_header.lower()}
+        if raw is not None:
+            out[self.timestamp_header] = raw
+        return out
+
+    def random_secret(self, entropy: bytes) -> str:
+        """A random secret in this provider's format, from at least 32 random bytes (the local
+        stack's ``--random-secrets``)."""
+        return entropy.hex()[:40]
+
+    def dev_secret_value(self) -> str:
+        """The Secrets Manager value of the development secret (plain, or the JSON object when
+        a handshake needs more than the signing secret)."""
+        return self.dev_secret

@@ -1,0 +1,134 @@
+"""Shopify: ``X-Shopify-Hmac-Sha256: <base64>`` over the raw body; no signed timestamp.
+
+Source of the scheme: shopify.dev "Verify webhook deliveries" (webhooks/verify-deliveries),
+"Ignore duplicate webhooks" and the official ``Shopify/shopify-app-js`` ``hmac-validator.ts``.
+Retries: 8 times over 4 hours, then the subscription may be removed (shopify.dev "Troubleshooting
+webhooks").
+
+What is NOT signed: every header, including the delivery id ``X-Shopify-Webhook-Id``, the topic
+and ``X-Shopify-Triggered-At``; there is no signed timestamp. The body (with ``updated_at``, the
+ordering value) is signed and always parsed as JSON, whatever ``Content-Type`` says (case C12), so
+a resent old body is ``stale``, never applied.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+
+from webhook_pipeline.errors import VerificationError
+from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.providers.base import (
+    HOUR,
+    Defaults,
+    Provider,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
+    iso_utc,
+)
+from webhook_pipeline.providers.crypto import (
+    decode_base64,
+    hmac_digest,
+    match_secrets,
+    signature_header,
+)
+from webhook_pipeline.providers.registry import register
+
+HEADER = "X-Shopify-Hmac-Sha256"
+DELIVERY_HEADER = "X-Shopify-Webhook-Id"
+
+
+def shopify_signature(body: bytes, secret: str) -> str:
+    """Base64 HMAC-SHA256 of ``body`` keyed with ``secret`` (UTF-8)."""
+    return base64.b64encode(hmac_digest(secret.encode("utf-8"), body)).decode("ascii")
+
+
+@register
+class Shopify(Provider):
+    """Shopify's ``X-Shopify-Hmac-Sha256`` scheme.
+
+    Header shape: ``X-Shopify-Hmac-Sha256: <44 characters of padded standard base64>``.
+    Signed bytes: the raw body. HMAC-SHA256, **base64** (a hex digest in this header does not
+    verify: case C04). Key: the app's client secret as UTF-8. No timestamp.
+    """
+
+    name = "shopify"
+    title = "Shopify"
+    reference = "shopify.dev webhooks/verify-deliveries; Shopify/shopify-app-js hmac-validator.ts"
+    signs = Signs(
+        id=None,
+        timestamp=None,
+        note="X-Shopify-Webhook-Id, the topic and X-Shopify-Triggered-At are not signed",
+    )
+    defaults = Defaults(
+        delivery_id=FieldLocation(header=DELIVERY_HEADER),
+        event_type=FieldLocation(header="X-Shopify-Topic"),
+        resource_key=FieldLocation(body="admin_graphql_api_id"),
+        sequence=FieldLocation(body="updated_at", format="iso8601"),
+        forward_headers=("x-shopify-shop-domain", "x-shopify-event-id", "x-shopify-triggered-at"),
+    )
+    retry_horizon_seconds = 4 * HOUR
+    retry_horizon_reference = "shopify.dev: 8 retries over 4 hours"
+    signature_header = HEADER
+    dev_secret = "dev-shopify-client-secret-local"
+    vectors = (
+        Vector(
+            secret="dev-shopify-client-secret-local",
+            headers={HEADER: "Bz1YHp1E7rnDqCOImT9XDyG7szBscEmBTIeT/S6BRLI="},
+            body=b'{"id":450789469}',
+            now=0,
+            origin="self",
+            reference="computed with stdlib hmac from the documented recipe; "
+            "self-consistency only: no published vector and no official Python signer exists",
+        ),
+    )
+
+    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
+        """Verify a Shopify delivery (``now`` unused).
+
+        Raises
+        ------
+        VerificationError
+            ``signature_missing`` (no header), ``signature_malformed`` (not base64),
+            ``signature_invalid`` (no secret matches, including a hex digest that happens to be
+            valid base64).
+        """
+        digest = decode_base64(signature_header(request, HEADER))
+        if digest is None:
+            raise VerificationError("signature_malformed", f"{HEADER} is not base64")
+        index = match_secrets(
+            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), request.body), [digest]
+        )
+        return Verified(secret_index=index)
+
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """``X-Shopify-Hmac-Sha256`` and ``X-Shopify-Webhook-Id`` (``timestamp`` unused)."""
+        return {HEADER: shopify_signature(body, secret), DELIVERY_HEADER: delivery_id}
+
+    def sample(
+        self,
+        *,
+        delivery_id: str,
+        resource: str,
+        sequence: int,
+        event_type: str | None,
+        timestamp: int,
+    ) -> Sample:
+        return Sample.json(
+            {
+                "id": 450789469,
+                "admin_graphql_api_id": f"gid://shopify/Order/{resource}",
+                "updated_at": iso_utc(sequence),
+            },
+            **{
+                DELIVERY_HEADER: delivery_id,
+                "X-Shopify-Topic": event_type or "orders/updated",
+                "X-Shopify-Shop-Domain": "dev-shop.myshopify.com",
+                "X-Shopify-Triggered-At": iso_utc(timestamp),
+            },
+        )

@@ -1,0 +1,27 @@
+"""Helpers of the provider tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.providers import Provider, provider_class
+
+
+def build(
+    name: str, options: Mapping[str, Any] | None = None, tolerance: int | None = None
+) -> Provider:
+    """The provider ``name`` built as a source would build it."""
+    return provider_class(name)(options, tolerance)
+
+
+def make_request(headers: Mapping[str, str], body: bytes, **kw: Any) -> WebhookRequest:
+    """A request as ``http.request_from_event`` builds it: header names lower-cased."""
+    return WebhookRequest(
+        method=kw.pop("method", "POST"),
+        source=kw.pop("source", "s"),
+        headers={k.lower(): v for k, v in headers.items()},
+        body=body,
+        **kw,
+    )

@@ -1,0 +1,408 @@
+"""Behaviour every provider shares, for every provider in the registry (no list kept by hand):
+its vectors verify, its own signatures round-trip, rotation, tampering, missing and non-ASCII
+headers, timestamp parsing (case C05) and freshness in both directions, secret format, sample
+payloads, handshake samples, and that each built-in provider has a test module of its own.
+
+A provider registered by another module (``PROVIDER_MODULES``) is covered too: set
+``WEBHOOK_PIPELINE_TEST_PROVIDER_MODULES`` to its module names when running these tests.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from webhook_pipeline.errors import (
+    ConfigurationError,
+    IngestError,
+    TimestampError,
+    VerificationError,
+)
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.ingest.events import read_events
+from webhook_pipeline.providers import Provider, all_providers, load_provider_modules
+from webhook_pipeline.providers.registry import builtin_module_names
+from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.sources import Source, load_sources, resolve
+
+from tests.unit.providers.conftest import make_request
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[3]
+load_provider_modules(
+    m for m in os.environ.get("WEBHOOK_PIPELINE_TEST_PROVIDER_MODULES", "").split(",") if m
+)
+PROVIDERS = all_providers()
+NAMES = sorted(PROVIDERS)
+TIMESTAMPED = sorted(n for n, cls in PROVIDERS.items() if cls.default_tolerance_seconds)
+INTEGER_TIMESTAMPS = [
+    n for n in TIMESTAMPED if PROVIDERS[n].timestamp_unit in ("seconds", "milliseconds")
+]
+
+NOW = 1_700_000_000
+BODY = b'{"id":"evt_1","amount":1.50}'
+# The exact C05 inputs plus neighbours of their class.
+BAD_TIMESTAMPS = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e9",
+    "1E9",
+    " 1700000000 ",
+    " 1700000000",
+    "1700000000 ",
+    "-1",
+    "+1700000000",
+    "1700000000.0",
+    "1.7e9",
+    "0x10",
+    "0b1",
+    "1_700_000_000",
+    "\u0661\u0667\u0660\u0660\u0660\u0660\u0660\u0660\u0660\u0660",  # Arabic-Indic digits
+    "\uff11\uff17" + "\uff10" * 8,  # full-width digits
+    "1" * 20,
+    "9" * 400,
+    "17000000OO",
+    "\t1700000000",
+]
+
+
+def provider(name: str, tolerance: int | None = None) -> Provider:
+    cls = PROVIDERS[name]
+    return cls(dict(cls.example_options), tolerance)
+
+
+def secrets(name: str) -> tuple[str, str, str]:
+    """Signing secrets: the development one, a previous one, and an unrelated one."""
+    p = provider(name)
+    return (p.dev_secret, p.random_secret(bytes(range(32))), p.random_secret(b"\x7f" * 32))
+
+
+def verifier(name: str, *signing: str) -> list[str]:
+    """What a source stores for these signing secrets."""
+    p = provider(name)
+    return [p.verification_secret(s) for s in signing]
+
+
+def signed(
+    name: str, *, secret: str | None = None, timestamp: int = NOW, body: bytes = BODY
+) -> WebhookRequest:
+    p = provider(name)
+    url = f"https://webhooks.example.com/webhooks/{name}"
+    headers = p.sign(
+        body, secret or p.dev_secret, timestamp=timestamp, delivery_id="dlv_1", url=url
+    )
+    return make_request(headers, body, path=f"/webhooks/{name}", host="webhooks.example.com")
+
+
+def with_headers(req: WebhookRequest, headers: dict[str, str], body: bytes | None = None) -> Any:
+    return make_request(headers, req.body if body is None else body, path=req.path, host=req.host)
+
+
+class TestRegistry:
+    def test_every_builtin_module_registers_one_provider_under_its_module_name(self) -> None:
+        for module in builtin_module_names():
+            stem = module.rsplit(".", 1)[1]
+            owners = [cls for cls in PROVIDERS.values() if cls.__module__ == module]
+            assert [cls.name.replace("-", "_") for cls in owners] == [stem], module
+
+    def test_every_builtin_provider_has_its_own_test_module(self) -> None:
+        # Adding a provider is its module AND its test file (docs/providers.md).
+        for module in builtin_module_names():
+            stem = module.rsplit(".", 1)[1]
+            assert (ROOT / "tests" / "unit" / "providers" / f"test_{stem}.py").is_file(), stem
+
+    @pytest.mark.parametrize("name", NAMES)
+    def test_declarations_are_complete(self, name: str) -> None:
+        cls = PROVIDERS[name]
+        assert cls.title and cls.reference and cls.signs.note
+        assert cls.vectors, f"{name} has no test vector"
+        assert cls.retry_horizon_seconds >= 60 and cls.retry_horizon_reference
+        assert all(400 <= s < 600 for s in cls.stop_statuses)
+        assert provider(name).signature_header
+
+    @pytest.mark.parametrize("name", TIMESTAMPED)
+    def test_timestamped_providers_declare_where_the_timestamp_is(self, name: str) -> None:
+        tolerance = PROVIDERS[name].default_tolerance_seconds
+        assert tolerance is not None and 0 < tolerance <= 3600
+        assert PROVIDERS[name].signs.timestamp
+
+    def test_the_original_schemes_keep_their_300_second_tolerance(self) -> None:
+        for name in ("stripe", "standard-webhooks", "slack", "generic-hmac"):
+            assert PROVIDERS[name].default_tolerance_seconds == 300
+
+    def test_unknown_provider_is_a_configuration_error(self) -> None:
+        from webhook_pipeline.providers import provider_class
+
+        with pytest.raises(ConfigurationError, match="unknown provider 'no-such-sender'"):
+            provider_class("no-such-sender")
+
+    def test_every_source_in_the_sources_file_resolves(self) -> None:
+        for name, source in load_sources(ROOT / "layers/common/sources.toml").items():
+            assert source.name == name and source.provider.name in PROVIDERS
+
+    @pytest.mark.parametrize("name", [n for n in NAMES if not PROVIDERS[n].option_names])
+    def test_providers_without_options_reject_any(self, name: str) -> None:
+        with pytest.raises(ConfigurationError, match="unknown option"):
+            PROVIDERS[name]({"header": "X-Other"})
+
+    @pytest.mark.parametrize("tolerance", [0, -5, True, "300"])
+    def test_tolerance_must_be_a_positive_integer(self, tolerance: object) -> None:
+        with pytest.raises(ConfigurationError, match="tolerance_seconds"):
+            PROVIDERS["stripe"](None, tolerance)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", NAMES)
+class TestEveryProvider:
+    def test_published_and_sdk_vectors_verify(self, name: str) -> None:
+        for vector in PROVIDERS[name].vectors:
+            p = PROVIDERS[name](dict(vector.options) or dict(PROVIDERS[name].example_options))
+            req = make_request(
+                vector.headers, vector.body, method=vector.method, query=dict(vector.query)
+            )
+            verified = p.verify(req, [vector.secret], vector.now)
+            assert verified.secret_index == 0, vector.reference
+            if vector.delivery_id is not None:
+                assert verified.delivery_id == vector.delivery_id
+
+    def test_a_changed_vector_byte_is_rejected(self, name: str) -> None:
+        for vector in PROVIDERS[name].vectors:
+            p = PROVIDERS[name](dict(vector.options) or dict(PROVIDERS[name].example_options))
+            body = vector.body + b" "
+            req = make_request(vector.headers, body, method=vector.method, query=dict(vector.query))
+            with pytest.raises(VerificationError):
+                p.verify(req, [vector.secret], vector.now)
+
+    def test_own_signature_verifies_with_secret_index_0(self, name: str) -> None:
+        current, _, _ = secrets(name)
+        result = provider(name).verify(signed(name), verifier(name, current), NOW)
+        assert result.secret_index == 0
+        assert result.timestamp == (NOW if name in TIMESTAMPED else None)
+
+    def test_previous_secret_matches_with_secret_index_1(self, name: str) -> None:
+        current, previous, _ = secrets(name)
+        req = signed(name, secret=previous)
+        result = provider(name).verify(req, verifier(name, current, previous), NOW)
+        assert result.secret_index == 1
+
+    def test_current_secret_wins_when_listed_first(self, name: str) -> None:
+        current, previous, _ = secrets(name)
+        result = provider(name).verify(signed(name), verifier(name, current, previous), NOW)
+        assert result.secret_index == 0
+
+    def test_neither_secret_matches(self, name: str) -> None:
+        current, previous, other = secrets(name)
+        req = signed(name, secret=other)
+        with pytest.raises(VerificationError) as err:
+            provider(name).verify(req, verifier(name, current, previous), NOW)
+        assert err.value.reason == "signature_invalid"
+        assert err.value.status == 401
+
+    def test_any_body_byte_change_is_rejected(self, name: str) -> None:
+        current, _, _ = secrets(name)
+        req = signed(name)
+        for body in (BODY + b" ", BODY[:-1], b'{"id": "evt_1", "amount": 1.5}', b""):
+            with pytest.raises(VerificationError) as err:
+                provider(name).verify(
+                    with_headers(req, dict(req.headers), body), verifier(name, current), NOW
+                )
+            assert err.value.reason in ("signature_invalid", "signature_mismatch")
+
+    def test_no_headers_is_signature_missing_not_key_error(self, name: str) -> None:
+        current, _, _ = secrets(name)
+        with pytest.raises(VerificationError) as err:
+            provider(name).verify(make_request({}, BODY), verifier(name, current), NOW)
+        assert err.value.reason == "signature_missing"
+        assert not isinstance(err.value, TimestampError)
+
+    def test_each_signed_header_missing_is_401(self, name: str) -> None:
+        current, _, _ = secrets(name)
+        req = signed(name)
+        for header in req.headers:
+            headers = {k: v for k, v in req.headers.items() if k != header}
+            try:
+                provider(name).verify(with_headers(req, headers), verifier(name, current), NOW)
+            except IngestError as exc:
+                assert exc.status == 401, header
+            else:  # only a header the signature does not need may go (an id header, say)
+                assert header not in {provider(name).signature_header.lower()}
+
+    def test_non_ascii_header_values_are_401_not_500(self, name: str) -> None:
+        current, _, _ = secrets(name)
+        req = signed(name)
+        p = provider(name)
+        required = {h.lower() for h in (p.signature_header, p.timestamp_header) if h}
+        assert required <= set(req.headers)
+        for header_name, value in req.headers.items():
+            for bad in (value[:-1] + "é", "é" + value, value + "\u200b", "٣"):
+                headers = {**req.headers, header_name: bad}
+                if header_name in required:
+                    with pytest.raises(VerificationError) as err:
+                        p.verify(with_headers(req, headers), verifier(name, current), NOW)
+                    assert err.value.status == 401, (header_name, bad)
+                    continue
+                try:  # a header the signature does not cover may carry anything
+                    p.verify(with_headers(req, headers), verifier(name, current), NOW)
+                except IngestError as exc:
+                    assert exc.status == 401, (header_name, bad)
+
+    def test_error_messages_carry_no_secret_or_signature(self, name: str) -> None:
+        current, _, other = secrets(name)
+        req = signed(name, secret=other)
+        with pytest.raises(VerificationError) as err:
+            provider(name).verify(req, verifier(name, current), NOW)
+        text = f"{err.value} {err.value.detail} {err.value.reason}"
+        assert current not in text and other not in text
+        for value in req.headers.values():
+            if len(value) > 20:
+                assert value not in text
+
+    def test_no_secret_configured_is_a_configuration_error(self, name: str) -> None:
+        for stored in ([], [""]):
+            with pytest.raises(ConfigurationError):
+                provider(name).verify(signed(name), stored, NOW)
+
+    def test_development_secret_has_the_provider_format(self, name: str) -> None:
+        p = provider(name)
+        stored = parse_secret(p.dev_secret_value())
+        for value in stored.signing:
+            p.validate_secret(value)
+        assert stored.signing[0] == p.verification_secret(p.dev_secret)
+        with pytest.raises(ConfigurationError):
+            p.validate_secret("")
+
+    def test_sample_delivery_parses_and_carries_a_delivery_id(self, name: str) -> None:
+        p = provider(name)
+        sample = p.sample(
+            delivery_id=p.new_delivery_id("ab" * 16),
+            resource="res_1",
+            sequence=NOW,
+            event_type=None,
+            timestamp=NOW,
+        )
+        source = resolve(Source(name=name, provider=name, options=dict(p.example_options)))
+        url = f"https://webhooks.example.com/webhooks/{name}"
+        headers = sample.headers | p.sign(
+            sample.body, p.dev_secret, timestamp=NOW, delivery_id="dlv_s", url=url
+        )
+        req = make_request(
+            headers, sample.body, path=f"/webhooks/{name}", host="webhooks.example.com"
+        )
+        verified = source.provider.verify(req, verifier(name, p.dev_secret), NOW)
+        events = read_events(source, req, verified)
+        assert events and all(e.delivery_id for e in events)
+        if source.resource_key is not None:
+            assert all(e.resource_key is not None and e.sequence is not None for e in events)
+
+    def test_handshake_samples_are_recognised_and_answered(self, name: str) -> None:
+        p = provider(name)
+        stored = parse_secret(p.dev_secret_value())
+        for handshake in p.handshakes:
+            sample = handshake.sample(stored)
+            headers = dict(sample.headers)
+            if handshake.signed:
+                headers |= p.sign(sample.body, p.dev_secret, timestamp=NOW, delivery_id="hs")
+                p.verify(make_request(headers, sample.body), stored.signing, NOW)
+            req = make_request(headers, sample.body, method=sample.method, query=dict(sample.query))
+            assert handshake.matches(req), handshake.name
+            answer = handshake.answer(req, stored)
+            assert answer.status == 200 and answer.text()
+
+
+@pytest.mark.parametrize("name", INTEGER_TIMESTAMPS)
+class TestTimestamps:
+    def restamped(self, name: str, raw: str | None) -> WebhookRequest:
+        req = signed(name)
+        headers = provider(name).restamp(dict(req.headers), raw)
+        if headers is None:
+            pytest.skip(f"{name} carries its timestamp outside the headers")
+        return with_headers(req, headers)
+
+    @pytest.mark.parametrize("raw", BAD_TIMESTAMPS)
+    def test_c05_not_a_plain_integer_is_timestamp_invalid(self, name: str, raw: str) -> None:
+        p = provider(name)
+        with pytest.raises(VerificationError) as err:
+            p.verify(self.restamped(name, raw), verifier(name, p.dev_secret), NOW)
+        assert err.value.status == 401
+        if p.timestamp_header == p.signature_header and not raw.isascii():
+            # The timestamp is inside the signature header: the whole header is malformed.
+            assert err.value.reason == "signature_malformed"
+        else:
+            assert isinstance(err.value, TimestampError)
+            assert err.value.reason == "timestamp_invalid"
+
+    def test_c05_empty_timestamp_is_timestamp_missing(self, name: str) -> None:
+        p = provider(name)
+        with pytest.raises(TimestampError) as err:
+            p.verify(self.restamped(name, ""), verifier(name, p.dev_secret), NOW)
+        assert err.value.reason == "timestamp_missing"
+
+    def test_absent_timestamp_is_timestamp_missing(self, name: str) -> None:
+        p = provider(name)
+        with pytest.raises(TimestampError) as err:
+            p.verify(self.restamped(name, None), verifier(name, p.dev_secret), NOW)
+        assert err.value.reason == "timestamp_missing"
+
+    def test_changed_timestamp_breaks_the_signature(self, name: str) -> None:
+        # The timestamp checked is the signed one: moving it (even to a fresh value) fails.
+        p = provider(name)
+        unit = 1000 if p.timestamp_unit == "milliseconds" else 1
+        with pytest.raises(VerificationError) as err:
+            p.verify(self.restamped(name, str(NOW * unit + 1)), verifier(name, p.dev_secret), NOW)
+        assert err.value.reason in ("signature_invalid", "signature_mismatch")
+
+    def test_c05_milliseconds_where_seconds_expected_is_rejected(self, name: str) -> None:
+        if provider(name).timestamp_unit != "seconds":
+            pytest.skip("the provider's timestamps are milliseconds")
+        # 1767267099257 ms is 2026-01-01; read as seconds it lies ~55,000 years ahead.
+        ms = 1767267099257
+        p = provider(name)
+        with pytest.raises(TimestampError) as err:
+            p.verify(signed(name, timestamp=ms), verifier(name, p.dev_secret), ms / 1000)
+        assert err.value.reason == "timestamp_future"
+
+
+@pytest.mark.parametrize("name", TIMESTAMPED)
+class TestFreshness:
+    def tolerance(self, name: str) -> int:
+        value = PROVIDERS[name].default_tolerance_seconds
+        assert value is not None
+        return value
+
+    def test_inside_the_tolerance_is_accepted(self, name: str) -> None:
+        p, tol = provider(name), self.tolerance(name)
+        for offset in (-tol, -1, 0, 1, tol):
+            req = signed(name, timestamp=NOW + offset)
+            assert p.verify(req, verifier(name, p.dev_secret), NOW).timestamp == NOW + offset
+
+    def test_too_old_is_stale(self, name: str) -> None:
+        p, tol = provider(name), self.tolerance(name)
+        for offset in (-tol - 1, -3600 - tol, -NOW):
+            with pytest.raises(TimestampError) as err:
+                p.verify(signed(name, timestamp=NOW + offset), verifier(name, p.dev_secret), NOW)
+            assert err.value.reason == "timestamp_stale"
+
+    def test_too_far_ahead_is_future(self, name: str) -> None:
+        p, tol = provider(name), self.tolerance(name)
+        for offset in (tol + 1, 3600 + tol, 10**9):
+            with pytest.raises(TimestampError) as err:
+                p.verify(signed(name, timestamp=NOW + offset), verifier(name, p.dev_secret), NOW)
+            assert err.value.reason == "timestamp_future"
+
+    def test_source_tolerance_overrides_the_default(self, name: str) -> None:
+        p = provider(name, tolerance=60)
+        p.verify(signed(name, timestamp=NOW - 60), verifier(name, p.dev_secret), NOW)
+        with pytest.raises(TimestampError):
+            p.verify(signed(name, timestamp=NOW - 61), verifier(name, p.dev_secret), NOW)
+
+    def test_fractional_now_is_compared_exactly(self, name: str) -> None:
+        p, tol = provider(name), self.tolerance(name)
+        req = signed(name, timestamp=NOW - tol)
+        p.verify(req, verifier(name, p.dev_secret), NOW + 0.0)
+        with pytest.raises(TimestampError):
+            p.verify(req, verifier(name, p.dev_secret), NOW + 0.5)
