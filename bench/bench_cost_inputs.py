@@ -30,7 +30,8 @@ what they weigh and ``webhook-pipeline cost`` takes overrides.
 
     .venv/bin/python bench/bench_cost_inputs.py [--quick]
 
-Writes bench/results/cost_inputs.json (with the command and the machine) and prints it.
+Writes bench/results/cost_inputs.json (with the command and the machine; ``--quick``:
+cost_inputs.quick.json, git-ignored) and prints it.
 """
 
 from __future__ import annotations
@@ -369,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result-file", help=argparse.SUPPRESS)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, help=f"results file (default {RESULTS})")
     args = parser.parse_args(argv)
     if args.measure:
         measure(args)
@@ -435,10 +436,12 @@ def main(argv: list[str] | None = None) -> int:
         "subprocess",
         **doc,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    # a quick run never overwrites the committed figures (the cost command reads those)
+    out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
-    print(f"written to {args.out}")
+    print(f"written to {out}")
     return 0
 
 

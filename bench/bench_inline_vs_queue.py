@@ -35,7 +35,9 @@ thread. Reported per receiver and D:
     .venv/bin/python bench/bench_inline_vs_queue.py --quick    # 20 webhooks per D
 
 Writes bench/results/inline_vs_queue.json (with the command and the machine) and
-docs/inline-vs-queue.png, and prints the table (Markdown).
+docs/inline-vs-queue.png, and prints the table (Markdown); ``--quick`` writes
+inline_vs_queue.quick.json and inline-vs-queue.quick.png in bench/results/ instead (git-ignored),
+so the committed figures stay the full run's.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "inline_vs_queue.json"
 PLOT = ROOT / "docs" / "inline-vs-queue.png"
+QUICK_PLOT = ROOT / "bench" / "results" / "inline-vs-queue.quick.png"
 DELAYS = (0.1, 0.5, 1.0, 2.0, 3.0, 5.0)
 MODES = ("inline", "inline+lock", "queue")
 REGION = "us-east-1"
@@ -643,11 +646,12 @@ def run_all(args: argparse.Namespace, argv: Sequence[str]) -> int:
         "rows": rows,
         "table_markdown": markdown_table(rows),
     }
-    out = args.out or RESULTS
+    # a quick run never overwrites the committed (full) figures
+    out = args.out or (RESULTS.with_suffix(".quick.json") if args.quick else RESULTS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
     if not args.no_plot:
-        plot(rows, args.timeout, args.plot or PLOT)
+        plot(rows, args.timeout, args.plot or (QUICK_PLOT if args.quick else PLOT))
     print(markdown_table(rows))
     print(f"written to {out}")
     return 0
