@@ -191,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=None)
     parser.add_argument("--build-dir", type=Path, help="reuse this sam build output directory")
     parser.add_argument("--local", action="store_true", help="also measure with local python3.13")
-    args = parser.parse_args(argv)
+    raw_args = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(raw_args)
     runs = args.runs or (5 if args.quick else 15)
     with tempfile.TemporaryDirectory(prefix="bench-cold-start-") as scratch:
         work = Path(scratch)
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.local or not docker:
             where["local_python"] = measure(builds, runs, sample_local, functions)
     results = {
-        "command": "python bench/bench_cold_start.py" + (" --quick" if args.quick else ""),
+        "command": " ".join(["python", "bench/bench_cold_start.py", *raw_args]),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {
             "python": platform.python_version(),
