@@ -27,7 +27,8 @@ thread. Reported per receiver and D:
 - ``gave_up_per_100``: deliveries the sender never saw a 2xx for after its last attempt;
 - ``ack_p50_ms`` / ``ack_p99_ms``: per attempt, the time until the sender had an answer or
   stopped waiting (a timed-out attempt counts as the time it waited);
-- attempts, timeouts and non-2xx answers per 100, deliveries never processed (must be 0), and
+- attempts, timeouts and non-2xx answers per 100, deliveries processed at least once per 100,
+  deliveries acknowledged but never processed (must be 0), and
   the time until the last processing ended (the queue still takes D per delivery: it moves the
   wait off the sender, it does not make the downstream faster).
 
@@ -546,6 +547,9 @@ def run_case(
             sum(a.status is not None and not 200 <= a.status < 300 for a in attempts) * per_100, 1
         ),
         "acknowledged_but_not_processed": len(accepted - set(ledger)),
+        "processed_per_100": round(
+            len({d.delivery_id for d in deliveries} & set(ledger)) * per_100, 1
+        ),
         "time_to_2xx_p50_ms": round(percentile(acked, 50) * 1000, 1) if acked else None,
         "senders_done_s": round(senders_done, 2),
         "last_processing_done_s": round(processing_done, 2),
