@@ -7,7 +7,7 @@ STAMP_DEV   := $(VENV)/.installed-dev
 
 
 .PHONY: help install install-dev run demo send test redis-server test-unit test-integration test-e2e test-template \
-        test-docker lint format typecheck bench build validate deploy clean
+        test-docker lint format typecheck bench bench-full build validate deploy clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -71,7 +71,15 @@ format: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(VENV)/bin/mypy layers/common/webhook_pipeline
 
-bench: $(STAMP_DEV)  ## benchmarks; figures written to bench/results/
+# Benchmarks with a quick mode run it under `make bench` (written as bench/results/*.quick.json,
+# git-ignored); `make bench-full` writes the committed figures.
+BENCH_QUICK := bench/bench_inline_vs_queue.py bench/bench_cold_start.py bench/bench_cost_inputs.py
+
+bench: $(STAMP_DEV)  ## benchmarks (quick modes); figures written to bench/results/
+	@set -e; for f in bench/bench_*.py; do echo "== $$f"; \
+	  case " $(BENCH_QUICK) " in *" $$f "*) $(PY) $$f --quick;; *) $(PY) $$f;; esac; done
+
+bench-full: $(STAMP_DEV)  ## every benchmark in full (about 25 minutes): the committed figures
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f; done
 
 build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)

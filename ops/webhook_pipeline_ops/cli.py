@@ -36,6 +36,7 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.commands_records",
     "webhook_pipeline_ops.commands_sources",
     "webhook_pipeline_ops.sample_events",
+    "webhook_pipeline_ops.commands_cost",
     "webhook_pipeline_ops.local.commands",
 )
 

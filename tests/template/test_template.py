@@ -225,7 +225,17 @@ def test_architecture_is_a_parameter_defaulting_to_arm64(template: dict[str, Any
 def test_layer_is_built_by_sam_from_layers_common(template: dict[str, Any]) -> None:
     layer = template["Resources"]["CommonLayer"]
     assert layer["Properties"]["ContentUri"] == "layers/common"
-    assert layer["Metadata"]["BuildMethod"] == "python3.13"
+    # Built by packaging/lambda.mk (pip install, then .pyc; tests/template/test_build_artifact.py
+    # checks the result), through the Makefile of the build's architecture.
+    assert layer["Metadata"]["BuildMethod"] == "makefile"
+    assert layer["Metadata"]["ContextPath"] == {"Fn::Sub": "packaging/${Architecture}"}
+    for arch in parameter(template, "Architecture")["AllowedValues"]:
+        assert (ROOT / "packaging" / arch / "Makefile").is_file()
+    for function in FUNCTIONS:
+        assert template["Resources"][function]["Metadata"] == {
+            "BuildMethod": "makefile",
+            "ContextPath": {"Fn::Sub": "packaging/${Architecture}"},
+        }
     assert (ROOT / "layers/common/requirements.txt").is_file()
     assert (ROOT / "layers/common/webhook_pipeline/__init__.py").is_file()
     assert (ROOT / "layers/common/sources.toml").is_file()
