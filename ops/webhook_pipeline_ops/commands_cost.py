@@ -637,7 +637,7 @@ def template_settings(template: Mapping[str, Any]) -> dict[str, Any]:
         "batching_window_s": float(
             _param_or_literal(template, esm.get("MaximumBatchingWindowInSeconds", 0))
         ),
-        "dedup_ttl_s": float(_default(params["DedupTtlSeconds"])),
+        "dedup_ttl_s": mean_dedup_ttl(float(_default(params["DedupTtlMaxSeconds"]))),
         "delivery_retention_days": float(_default(params["DeliveryRetentionDays"])),
         "payload_expiration_days": float(_default(params["PayloadExpirationDays"])),
         "log_retention_days": float(_default(params["LogRetentionDays"])),
@@ -649,6 +649,16 @@ def template_settings(template: Mapping[str, Any]) -> dict[str, Any]:
         ),
         "tracing": globals_.get("Tracing") == "Active",
     }
+
+
+def mean_dedup_ttl(cap_seconds: float, path: Path | None = None) -> float:
+    """The mean done-claim TTL of the deployed sources (seconds): each source keeps its claims
+    for its provider's retry horizon or its own ``dedup_ttl_seconds``, capped by
+    ``DedupTtlMaxSeconds``."""
+    from webhook_pipeline.sources import load_sources
+
+    ttls = [min(s.dedup_ttl_seconds, cap_seconds) for s in load_sources(path).values() if s.enabled]
+    return sum(ttls) / len(ttls) if ttls else cap_seconds
 
 
 def count_sources(path: Path) -> int:

@@ -216,10 +216,15 @@ def test_settings_come_from_the_template() -> None:
     assert settings["ingest_memory_mb"] == 512 and settings["processor_memory_mb"] == 512
     assert settings["architecture"] == "arm64"
     assert (settings["batch_size"], settings["batching_window_s"]) == (10, 1.0)
-    assert settings["dedup_ttl_s"] == 259_200
+    # each deployed source keeps its claims for its provider's retry horizon (capped at 30 days)
+    from webhook_pipeline.sources import load_sources
+
+    horizons = [min(s.dedup_ttl_seconds, 2_592_000) for s in load_sources().values()]
+    assert settings["dedup_ttl_s"] == sum(horizons) / len(horizons)
     assert (settings["interface_endpoints"], settings["availability_zones"]) == (2, 2)
-    # 8 single-metric alarms, DLQ growth (1 metric), failed records (3), anomaly band (1 x 3)
-    assert settings["alarm_metrics"] == 8 + 1 + 3 + 3
+    # 9 single-metric alarms, DLQ growth (1 metric), failed records (3), anomaly band (1 x 3),
+    # body mismatches at the gate and in the processor (2)
+    assert settings["alarm_metrics"] == 9 + 1 + 3 + 3 + 2
     assert settings["dashboards"] == 1 and settings["tracing"] is True
 
 
