@@ -42,6 +42,7 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.commands_records",
     "webhook_pipeline_ops.sample_events",
     "webhook_pipeline_ops.local.commands",
+    "webhook_pipeline_ops.console.command",
 )
 #: Exit code when stdout was closed by the reader (128 + SIGPIPE, like other CLI tools).
 EXIT_BROKEN_PIPE = 141
