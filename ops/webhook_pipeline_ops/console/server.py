@@ -1,11 +1,19 @@
 """The console's HTTP server: uvicorn on a socket bound here, run in the foreground (Ctrl-C or
-SIGTERM stop it) or on a thread (tests), stopped cleanly in both cases."""
+SIGTERM stop it) or on a thread (tests), stopped cleanly in both cases.
+
+In the foreground the signals are handled here, not by uvicorn: uvicorn re-raises a captured
+SIGTERM after its graceful shutdown (the process then dies of it); the console instead finishes
+its shutdown (running replays, the sampler) and exits 0. A second Ctrl-C forces the exit.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -35,6 +43,14 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server without its own signal handling (:class:`ConsoleServer` does it)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 class ConsoleServer:
     """uvicorn serving ``app`` on an already bound socket.
 
@@ -57,14 +73,25 @@ class ConsoleServer:
             lifespan="on",
             timeout_graceful_shutdown=GRACEFUL_SECONDS,
         )
-        self.server = uvicorn.Server(config)
+        self.server = _Server(config)
         self._thread: threading.Thread | None = None
 
     def run(self) -> None:
-        """Serve in the foreground until SIGINT/SIGTERM (uvicorn's own handlers)."""
+        """Serve until :meth:`stop`, or (on the main thread) SIGINT/SIGTERM."""
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+
+            def on_signal(signum: int, _frame: Any) -> None:
+                if self.server.should_exit:
+                    self.server.force_exit = True
+                self.server.should_exit = True
+
+            previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             self.server.run(sockets=[self.sock])
         finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             self.sock.close()
 
     def start(self, timeout: float = 10.0) -> None:
