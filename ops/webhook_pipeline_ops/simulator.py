@@ -292,15 +292,11 @@ def no_answer_reason(exc: BaseException) -> str:
     """Why a request got no answer, in a few words (``"connection refused"``, ``"timed out"``,
     ``"name not resolved"``, else the error's own text)."""
     reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-    if isinstance(reason, ConnectionRefusedError):
-        return "connection refused"
     if isinstance(reason, TimeoutError):
         return "timed out"
-    if isinstance(reason, ConnectionResetError):
-        return "connection reset"
     if isinstance(reason, socket.gaierror):
         return "name not resolved"
-    if isinstance(reason, OSError) and reason.strerror:
+    if isinstance(reason, OSError) and reason.strerror:  # "connection refused", "... reset ..."
         return reason.strerror.lower()
     return str(reason) or type(reason).__name__
 

@@ -118,6 +118,19 @@ def test_pages_walk_every_record_newest_first_across_days_without_gaps_or_repeat
     assert len(days) == 3
 
 
+def test_a_last_page_that_is_exactly_full_has_no_next_cursor(
+    ddb: Any, written: list[DeliveryRecord]
+) -> None:
+    cursor, pages = None, []
+    while True:
+        page = list_deliveries(ddb, TABLE, limit=30, cursor=cursor, **WINDOW)
+        pages.append(len(page.items))
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert pages == [30, 30, 30]  # no fourth, empty page
+
+
 def test_a_page_carries_the_projected_fields(ddb: Any, written: list[DeliveryRecord]) -> None:
     page = list_deliveries(ddb, TABLE, limit=1, **WINDOW)
     [item] = page.items
