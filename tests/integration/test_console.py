@@ -467,3 +467,57 @@ def test_health_reads_the_stack_metrics_and_alarms(console: Console) -> None:
     queues = {q["queue"]: q for q in doc["queues"]}
     assert queues["dlq"]["depth"] == 1
     assert doc["errors"] == []
+
+
+# ------------------------------------------------------------------------------------- command
+
+
+def test_the_command_reads_a_stack_and_warns_loudly_beyond_loopback(
+    aws: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from webhook_pipeline_ops.cli import main
+    from webhook_pipeline_ops.console import command, server
+
+    # Given a deployed stack's outputs (moto CloudFormation)
+    sqs = boto3.client("sqs")
+    main_url = sqs.create_queue(QueueName="prod-main")["QueueUrl"]
+    dlq_url = sqs.create_queue(QueueName="prod-dlq")["QueueUrl"]
+    create_deliveries_table(boto3.client("dynamodb"), "prod-deliveries")
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {
+            "MainQueueUrl": {"Value": main_url},
+            "DeadLetterQueueUrl": {"Value": dlq_url},
+            "DeliveriesTableName": {"Value": "prod-deliveries"},
+            "PayloadBucketName": {"Value": "prod-payloads"},
+        },
+    }
+    boto3.client("cloudformation").create_stack(StackName="prod", TemplateBody=json.dumps(template))
+    served: list[Any] = []
+    monkeypatch.setattr(server.ConsoleServer, "run", lambda self: served.append(self))
+    real_bind = server.bind
+    monkeypatch.setattr(server, "bind", lambda host, port: real_bind("127.0.0.1", 0))
+
+    # When it is started for the stack on loopback: no warning, the stack's resources
+    args = build_parser().parse_args(["console", "--stack", "prod", "--region", "us-east-1"])
+    backend = Backend(Aws(args), command.target_of(args, Aws(args)))
+    assert (backend.table, backend.bucket, backend.target.stack) == (
+        "prod-deliveries",
+        "prod-payloads",
+        "prod",
+    )
+    assert main(["console", "--stack", "prod", "--region", "us-east-1", "--port", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert "stack prod (us-east-1)" in out and "WARNING" not in err
+
+    # When told to listen beyond loopback: it warns, loudly, on stderr
+    assert main(["console", "--stack", "prod", "--host", "192.0.2.10", "--port", "0"]) == 0
+    _, err = capsys.readouterr()
+    assert err.startswith("WARNING: the console listens on 192.0.2.10")
+    assert "YOUR AWS credentials" in err
+    assert len(served) == 2
+
+    # And all interfaces need the Host name browsers will use
+    assert main(["console", "--stack", "prod", "--host", "0.0.0.0"]) == 2
+    _, err = capsys.readouterr()
+    assert "needs --allowed-host" in err
