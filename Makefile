@@ -6,7 +6,7 @@ STAMP_LOCAL := $(VENV)/.installed-local
 STAMP_DEV   := $(VENV)/.installed-dev
 
 
-.PHONY: help install install-dev run demo send test redis-server test-unit test-integration test-e2e test-template \
+.PHONY: help install install-dev run demo console send test redis-server test-unit test-integration test-e2e test-template \
         test-docker lint format typecheck bench bench-full build validate deploy clean
 
 help:  ## list the targets
@@ -32,6 +32,9 @@ run: $(STAMP_LOCAL)  ## start the whole pipeline locally (Redis, moto, ingest on
 
 demo: $(STAMP_LOCAL)  ## run a short mixed scenario against the local stack (starts it if needed)
 	$(VENV)/bin/webhook-pipeline local demo
+
+console: $(STAMP_LOCAL)  ## web console for the running local stack on http://127.0.0.1:8380/ (another terminal)
+	$(VENV)/bin/webhook-pipeline console --local $(ARGS)
 
 test: $(STAMP_DEV) redis-server  ## run every test tier (installs redis-server with apt-get if missing and root)
 	$(PY) -m pytest
@@ -62,7 +65,7 @@ lint: $(STAMP_DEV)  ## ruff, cfn-lint, sam validate --lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/cfn-lint template.yaml
-	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/sam validate --lint
+	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/sam validate --lint
 
 format: $(STAMP_DEV)
 	$(VENV)/bin/ruff format .
@@ -86,7 +89,7 @@ build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)
 	$(VENV)/bin/sam build
 
 validate: $(STAMP_DEV)
-	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/sam validate --lint
+	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/sam validate --lint
 
 deploy: build  ## sam deploy --guided (first time) using samconfig.toml
 	$(VENV)/bin/sam deploy --guided

@@ -5,13 +5,16 @@ Where the CLI connects: default boto3 credentials and region, ``--profile``/``--
 
 Where the resources are found, first hit wins per resource:
 
-1. explicit ``--queue-url``, ``--dlq-url``, ``--table``, ``--function-name``;
+1. explicit ``--queue-url``, ``--dlq-url``, ``--table``, ``--payload-bucket``,
+   ``--function-name`` (each command offers only the ones it uses);
 2. ``--local``: the local stack's ``outputs.json`` (in ``.local-stack/`` or
    ``$WEBHOOK_PIPELINE_LOCAL_DIR``), which also gives the endpoint URL and region;
 3. ``--stack NAME``: the CloudFormation stack's outputs ``MainQueueUrl``,
-   ``DeadLetterQueueUrl``, ``DeliveriesTableName``, ``ReplayFunctionName``;
+   ``DeadLetterQueueUrl``, ``DeliveriesTableName``, ``PayloadBucketName``,
+   ``ReplayFunctionName``;
 4. environment: ``WEBHOOK_PIPELINE_QUEUE_URL``, ``WEBHOOK_PIPELINE_DLQ_URL``,
-   ``WEBHOOK_PIPELINE_TABLE``, ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``.
+   ``WEBHOOK_PIPELINE_TABLE``, ``WEBHOOK_PIPELINE_PAYLOAD_BUCKET``,
+   ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ STACK_OUTPUTS = {
     "MainQueueUrl": "queue_url",
     "DeadLetterQueueUrl": "dlq_url",
     "DeliveriesTableName": "table",
+    "PayloadBucketName": "payload_bucket",
     "ReplayFunctionName": "replay_function",
     "SecretsPrefix": "secrets_prefix",
 }
@@ -47,6 +51,7 @@ ENVIRONMENT = {
     "WEBHOOK_PIPELINE_QUEUE_URL": "queue_url",
     "WEBHOOK_PIPELINE_DLQ_URL": "dlq_url",
     "WEBHOOK_PIPELINE_TABLE": "table",
+    "WEBHOOK_PIPELINE_PAYLOAD_BUCKET": "payload_bucket",
     "WEBHOOK_PIPELINE_REPLAY_FUNCTION": "replay_function",
     "WEBHOOK_PIPELINE_SECRETS_PREFIX": "secrets_prefix",
 }
@@ -55,6 +60,7 @@ HOW_TO_GIVE = {
     "queue_url": "--queue-url, --stack, --local or WEBHOOK_PIPELINE_QUEUE_URL",
     "dlq_url": "--dlq-url, --stack, --local or WEBHOOK_PIPELINE_DLQ_URL",
     "table": "--table, --stack, --local or WEBHOOK_PIPELINE_TABLE",
+    "payload_bucket": "--payload-bucket, --stack, --local or WEBHOOK_PIPELINE_PAYLOAD_BUCKET",
     "replay_function": "--function-name, --stack or WEBHOOK_PIPELINE_REPLAY_FUNCTION",
     "secrets_prefix": "--secrets-prefix, --stack, --local or WEBHOOK_PIPELINE_SECRETS_PREFIX",
 }
@@ -62,6 +68,7 @@ LABELS = {
     "queue_url": "main queue URL",
     "dlq_url": "dead-letter queue URL",
     "table": "deliveries table name",
+    "payload_bucket": "payload (claim-check) bucket name",
     "replay_function": "replay function name",
     "secrets_prefix": "secrets prefix",
 }
@@ -75,8 +82,33 @@ class OpsError(Exception):
         self.exit_code = exit_code
 
 
-def common_options() -> argparse.ArgumentParser:
-    """A parent parser with the connection, resource and output options of AWS commands."""
+#: Resource options: attribute -> (flag, help).
+RESOURCE_OPTIONS = {
+    "queue_url": ("--queue-url", "main queue URL"),
+    "dlq_url": ("--dlq-url", "dead-letter queue URL"),
+    "table": ("--table", "deliveries table name"),
+    "payload_bucket": ("--payload-bucket", "payload (claim-check) bucket name"),
+    "replay_function": ("--function-name", "replay function name or ARN"),
+    "secrets_prefix": ("--secrets-prefix", "Secrets Manager name prefix of the source secrets"),
+}
+#: What most AWS commands may use.
+DEFAULT_RESOURCES = ("queue_url", "dlq_url", "table", "replay_function")
+
+
+def common_options(
+    resources: tuple[str, ...] = DEFAULT_RESOURCES, json_output: bool | None = True
+) -> argparse.ArgumentParser:
+    """A parent parser with the connection, resource and output options of AWS commands.
+
+    Parameters
+    ----------
+    resources : tuple[str, ...]
+        The resource options the command uses (keys of :data:`RESOURCE_OPTIONS`); the others
+        are not offered, so ``--help`` lists only options that apply.
+    json_output : bool | None
+        ``True``: offer ``--json``; ``None``: accept ``--json`` without listing it (a command
+        whose output is always JSON); ``False``: no ``--json``.
+    """
     parent = argparse.ArgumentParser(add_help=False)
     conn = parent.add_argument_group("connection")
     conn.add_argument("--region", help="AWS region (default: the configured one)")
@@ -92,12 +124,16 @@ def common_options() -> argparse.ArgumentParser:
         action="store_true",
         help="use the local stack (.local-stack/outputs.json or $WEBHOOK_PIPELINE_LOCAL_DIR)",
     )
-    res.add_argument("--queue-url", help="main queue URL")
-    res.add_argument("--dlq-url", help="dead-letter queue URL")
-    res.add_argument("--table", help="deliveries table name")
-    res.add_argument("--function-name", help="replay function name or ARN")
-    out = parent.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+    for name in resources:
+        flag, text = RESOURCE_OPTIONS[name]
+        res.add_argument(flag, dest=name, help=text)
+    if json_output is not False:
+        out = parent.add_argument_group("output")
+        out.add_argument(
+            "--json",
+            action="store_true",
+            help="machine-readable JSON on stdout" if json_output else argparse.SUPPRESS,
+        )
     return parent
 
 
@@ -108,6 +144,7 @@ class Resources:
     queue_url: str | None = None
     dlq_url: str | None = None
     table: str | None = None
+    payload_bucket: str | None = None
     replay_function: str | None = None
     secrets_prefix: str | None = None
     origin: dict[str, str] = field(default_factory=dict)
@@ -177,16 +214,7 @@ class Aws:
         if self._resources is None:
             args = self.args
             found = Resources()
-            found.fill(
-                {
-                    "queue_url": args.queue_url,
-                    "dlq_url": args.dlq_url,
-                    "table": args.table,
-                    "replay_function": args.function_name,
-                    "secrets_prefix": getattr(args, "secrets_prefix", None),
-                },
-                "option",
-            )
+            found.fill({name: getattr(args, name, None) for name in RESOURCE_OPTIONS}, "option")
             if args.local:
                 found.fill(_from_outputs(self.local_outputs), "local stack")
             if args.stack:

@@ -6,15 +6,20 @@ subcommand is one module plus one line in :data:`REGISTRARS`. Modules that talk 
 shared connection and output options with
 :func:`webhook_pipeline_ops.aws.common_options` (``parents=[common_options()]``).
 
+Help texts are printed without the docstrings' reST markup (:func:`plain_help`).
+
 Exit codes: 0 success; 1 operational failure (a clear one-line message on stderr, no traceback:
 missing queue URL, connection refused, access denied, a replay with failures...); 2 usage error
-(argparse, or an invalid replay request); 130 interrupted.
+(argparse, or an invalid replay request); 130 interrupted; 141 stdout closed early (``| head``),
+silently, as other command-line tools do.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -27,6 +32,7 @@ from botocore.exceptions import (
 from webhook_pipeline.errors import PipelineError
 
 from webhook_pipeline_ops.aws import OpsError, describe_aws_error
+from webhook_pipeline_ops.output import plain_text
 
 #: Modules whose ``register(subparsers)`` adds subcommands, in help order.
 REGISTRARS: tuple[str, ...] = (
@@ -38,7 +44,10 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.sample_events",
     "webhook_pipeline_ops.commands_cost",
     "webhook_pipeline_ops.local.commands",
+    "webhook_pipeline_ops.console.command",
 )
+#: Exit code when stdout was closed by the reader (128 + SIGPIPE, like other CLI tools).
+EXIT_BROKEN_PIPE = 141
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +60,26 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in REGISTRARS:
         importlib.import_module(name).register(subparsers)
+    plain_help(parser)
     return parser
+
+
+def plain_help(parser: argparse.ArgumentParser) -> None:
+    """Strip reST markup from the descriptions, epilogs and option helps of ``parser`` and of
+    every subcommand parser under it (their texts often come from module docstrings)."""
+    for attr in ("description", "epilog"):
+        text = getattr(parser, attr)
+        if text:
+            setattr(parser, attr, plain_text(text))
+    for action in parser._actions:
+        if action.help and action.help is not argparse.SUPPRESS:
+            action.help = plain_text(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                if choice.help:
+                    choice.help = plain_text(choice.help)
+            for sub in dict.fromkeys(action.choices.values()):
+                plain_help(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +90,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # usage error (2) or --help (0)
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except OpsError as exc:
         _fail(str(exc))
         return exc.exit_code
@@ -72,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipelineError as exc:
         cause = exc.__cause__
         connection = isinstance(cause, EndpointConnectionError | NoCredentialsError)
-        _fail(describe_aws_error(cause) if connection and cause else str(exc))
+        _fail(
+            describe_aws_error(cause) if connection and isinstance(cause, Exception) else str(exc)
+        )
         return 1
     except KeyboardInterrupt:
         _fail("interrupted")
@@ -81,6 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _fail(message: str) -> None:
     print(f"webhook-pipeline: error: {message}", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    with contextlib.suppress(OSError, ValueError):  # ValueError: stdout is no real file
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

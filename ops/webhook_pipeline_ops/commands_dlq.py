@@ -1,9 +1,10 @@
 """``webhook-pipeline dlq peek``: what is in the dead-letter queue, without consuming it.
 
 Each message is received and made visible again at once (visibility 0), so nothing is consumed;
-the peek does add one to each message's receive count. Bodies (which may hold personal data) are
-shown only with ``--show-body``. SQS does not return messages oldest first: a peek of N shows some
-N messages, not the N oldest.
+the peek does add one to each message's receive count: ``receive_count`` counts every receive
+so far, on the main queue and in the DLQ, this peek's own included. Bodies (which may hold
+personal data) are shown only with ``--show-body``. SQS does not return messages oldest first: a
+peek of N shows some N messages, not the N oldest.
 
 ``reason``: SQS's redrive records none, so the processor keeps a failure note per message id
 for failures retries do not fix (malformed envelope, a request DynamoDB rejects, a failing
@@ -39,7 +40,7 @@ def register(subparsers: Any) -> None:
     actions = dlq.add_subparsers(dest="dlq_command", metavar="ACTION", required=True)
     peek = actions.add_parser(
         "peek",
-        parents=[common_options()],
+        parents=[common_options(("dlq_url", "table"))],
         help="list DLQ messages without consuming them",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -66,23 +67,25 @@ def describe(
         "sent_at": message.sent_at.isoformat() if message.sent_at else None,
         "age_seconds": int((now - message.sent_at).total_seconds()) if message.sent_at else None,
     }
+    envelope: Envelope | None
     try:
-        envelope = Envelope.from_json(message.body)
+        parsed = Envelope.from_json(message.body)
     except MalformedEnvelopeError as exc:
         row.update(source=None, delivery_id=None, event_type=None)
         row["reason"] = "malformed envelope"
         row["detail"] = str(exc)[:300]
         envelope = None
     else:
+        envelope = parsed
         row.update(
-            source=envelope.source,
-            delivery_id=envelope.delivery_id,
-            event_type=envelope.event_type,
-            received_at=envelope.received_at.isoformat(),
-            replay_count=envelope.replay_count,
+            source=parsed.source,
+            delivery_id=parsed.delivery_id,
+            event_type=parsed.event_type,
+            received_at=parsed.received_at.isoformat(),
+            replay_count=parsed.replay_count,
         )
         row["reason"] = "retries exhausted" + (
-            f" (after {envelope.replay_count} replay(s))" if envelope.replay_count else ""
+            f" (after {parsed.replay_count} replay(s))" if parsed.replay_count else ""
         )
     if failure is not None:  # the table shows the start; --json the whole note
         note = f"{failure.get('outcome')}: {failure.get('reason')}"
@@ -101,20 +104,40 @@ def describe(
     return row
 
 
-def run_peek(args: argparse.Namespace) -> int:
-    if args.max < 1:
-        raise OpsError("--max must be at least 1", exit_code=2)
-    aws = Aws(args)
+#: Printed under the table: what the receive count includes.
+RECEIVE_COUNT_NOTE = (
+    "receive_count: every receive so far, on the main queue and in the DLQ, this peek's included"
+)
+
+
+def peek_rows(aws: Aws, max_messages: int, show_body: bool) -> list[dict[str, Any]]:
+    """Up to ``max_messages`` DLQ messages as :func:`describe` rows, without consuming them.
+
+    The failure note of each message is read when the deliveries table is known.
+
+    Raises
+    ------
+    OpsError
+        No DLQ URL.
+    QueueOperationError
+        SQS failed (its cause is the botocore error, e.g. a connection error).
+    """
     dlq = SqsDeadLetterQueue(aws.client("sqs"), aws.resources.require("dlq_url"))
     store = None
     if aws.resources.table:
         from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 
         store = DynamoDBDeliveryStore(aws.client("dynamodb"), aws.resources.table)
-    rows = [
-        describe(m, args.show_body, failure=store.get_failure(m.message_id) if store else None)
-        for m in dlq.peek(args.max)
+    return [
+        describe(m, show_body, failure=store.get_failure(m.message_id) if store else None)
+        for m in dlq.peek(max_messages)
     ]
+
+
+def run_peek(args: argparse.Namespace) -> int:
+    if args.max < 1:
+        raise OpsError("--max must be at least 1", exit_code=2)
+    rows = peek_rows(Aws(args), args.max, args.show_body)
     if args.json:
         print_json(rows)
         return 0
@@ -122,6 +145,7 @@ def run_peek(args: argparse.Namespace) -> int:
         print("The dead-letter queue is empty (nothing visible).")
         return 0
     print_table(rows, COLUMNS)
+    print(f"({RECEIVE_COUNT_NOTE})")
     if args.show_body:
         for row in rows:
             print(f"\n--- {row['message_id']} ({row['source']}/{row['delivery_id']})")

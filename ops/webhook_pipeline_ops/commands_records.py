@@ -1,10 +1,9 @@
 """``webhook-pipeline deliveries get SOURCE ID`` and ``resources get SOURCE KEY``.
 
-Print the items the processor recorded in the deliveries table, as JSON: the delivery record
-(outcome, sequence, when it was recorded...) and the resource item (its sequence watermark). The
-keys are built by :mod:`webhook_pipeline.store`, the processor's own adapter, so the CLI reads
-exactly what the processor writes (strongly consistent reads). Exit code 1 when there is no such
-item.
+Print the items the processor recorded in the deliveries table, as JSON. The keys are built by
+:mod:`webhook_pipeline.adapters.dynamodb`, the processor's own adapter, so the CLI reads exactly
+what the processor writes (strongly consistent reads). Exit code 1 when there is no such item; when
+the source is not one of the sources file's, the message says so.
 """
 
 from __future__ import annotations
@@ -15,24 +14,47 @@ from typing import Any
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import print_json
 
+DESCRIPTIONS = {
+    "deliveries": (
+        "Print the delivery record of (SOURCE, DELIVERY_ID) as JSON: outcome (applied or stale), "
+        "sequence, received and recorded times, body size and SHA-256, hook state, replay count. "
+        "Exit code 1 when none is recorded."
+    ),
+    "resources": (
+        "Print the resource item of (SOURCE, KEY) as JSON: its sequence watermark and the last "
+        "delivery that moved it. Exit code 1 when there is none."
+    ),
+}
+
 
 def register(subparsers: Any) -> None:
     """Add ``deliveries get`` and ``resources get``."""
-    for noun, key_name, what in (
-        ("deliveries", "DELIVERY_ID", "the delivery record of a (source, delivery id)"),
-        ("resources", "KEY", "the resource item (sequence watermark) of a (source, resource key)"),
+    for noun, key_name, key_help, what in (
+        (
+            "deliveries",
+            "DELIVERY_ID",
+            "the delivery id the source sent (as `send --list` prints it)",
+            "the delivery record of a (source, delivery id)",
+        ),
+        (
+            "resources",
+            "KEY",
+            "the resource key as recorded (e.g. a Stripe customer id)",
+            "the resource item (sequence watermark) of a (source, resource key)",
+        ),
     ):
         parser = subparsers.add_parser(noun, help=f"show {what}")
         actions = parser.add_subparsers(dest=f"{noun}_command", metavar="ACTION", required=True)
         get = actions.add_parser(
             "get",
-            parents=[common_options()],
+            parents=[common_options(("table",), json_output=None)],
             help=f"print {what} as JSON",
-            description=__doc__,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            description=DESCRIPTIONS[noun],
         )
-        get.add_argument("source", metavar="SOURCE")
-        get.add_argument("key", metavar=key_name)
+        get.add_argument(
+            "source", metavar="SOURCE", help="source name (layers/common/sources.toml)"
+        )
+        get.add_argument("key", metavar=key_name, help=key_help)
         get.set_defaults(func=run_get, noun=noun)
 
 
@@ -54,6 +76,26 @@ def get_resource(aws: Aws, source: str, key: str) -> dict[str, Any] | None:
     return item
 
 
+def known_sources() -> list[str] | None:
+    """Names of the sources file's sources (``None`` when the file cannot be read)."""
+    from webhook_pipeline.errors import ConfigurationError
+    from webhook_pipeline.sources import load_sources
+
+    try:
+        return sorted(load_sources())
+    except ConfigurationError:
+        return None
+
+
+def unknown_source_hint(source: str) -> str:
+    """``": source 'x' is unknown (sources: a, b)"`` when ``source`` is not in the sources file,
+    else ``""``."""
+    names = known_sources()
+    if names is None or source in names:
+        return ""
+    return f": source {source!r} is unknown (sources: {', '.join(names)})"
+
+
 def run_get(args: argparse.Namespace) -> int:
     aws = Aws(args)
     if args.noun == "deliveries":
@@ -63,6 +105,6 @@ def run_get(args: argparse.Namespace) -> int:
         item = get_resource(aws, args.source, args.key)
         missing = f"no resource item for source {args.source!r}, resource key {args.key!r}"
     if item is None:
-        raise OpsError(missing)
+        raise OpsError(missing + unknown_source_hint(args.source))
     print_json(item)
     return 0

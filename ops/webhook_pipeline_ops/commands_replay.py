@@ -1,7 +1,7 @@
 """``webhook-pipeline replay``: move dead-lettered deliveries back to the main queue.
 
 By default the replay runs here, against SQS directly, with the same domain code as the
-ReplayFunction (:func:`webhook_pipeline.replay.replay`); ``--via-function`` invokes the deployed
+ReplayFunction (:func:`webhook_pipeline.replay.run.replay`); ``--via-function`` invokes the deployed
 ReplayFunction instead and prints its report. ``--dry-run`` lists what would move and moves
 nothing. A progress line is drawn on stderr when it is a terminal.
 
@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.config import Config
-from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender
+from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender, queue_attributes
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.replay.request import ReplayRequest
 from webhook_pipeline.replay.run import MessageResult, replay, summary
@@ -42,7 +44,7 @@ def register(subparsers: Any) -> None:
     """Add ``replay``."""
     parser = subparsers.add_parser(
         "replay",
-        parents=[common_options()],
+        parents=[common_options(("queue_url", "dlq_url", "replay_function"))],
         help="replay dead-lettered deliveries to the main queue (filters, dry run, rate limit)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -115,57 +117,119 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _run_here(
-    aws: Aws, request: ReplayRequest, args: argparse.Namespace
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+@dataclass
+class Tally:
+    """Running counts of a replay, updated from each :class:`MessageResult` (for progress
+    displays; the final figures are the report's)."""
+
+    examined: int = 0
+    matched: int = 0
+    replayed: int = 0
+    skipped: int = 0
+    failed: int = 0
+
+    def add(self, result: MessageResult) -> None:
+        """Count one examined message."""
+        self.examined += 1
+        if result.outcome in ("replayed", "delete_failed"):
+            self.replayed += 1
+        elif result.outcome in ("skipped", "malformed"):
+            self.skipped += 1
+        elif result.outcome == "failed":
+            self.failed += 1
+        if result.outcome in ("replayed", "delete_failed", "failed", "would_replay"):
+            self.matched += 1
+
+
+def run_direct(
+    aws: Aws,
+    request: ReplayRequest,
+    *,
+    on_message: Callable[[MessageResult], None] | None = None,
+    time_limit: float | None = None,
+) -> dict[str, Any]:
+    """Run :func:`webhook_pipeline.replay.run.replay` here, against SQS directly.
+
+    The DLQ's attributes are read first, so an unreachable endpoint fails before anything is
+    received.
+
+    Parameters
+    ----------
+    aws : Aws
+        Connection; its resources must give the DLQ and the main queue URLs.
+    request : ReplayRequest
+        The validated request.
+    on_message : Callable[[MessageResult], None] | None
+        Called after each examined message (progress, listings).
+    time_limit : float | None
+        Stop cleanly after about this many seconds (``stopped="time_limit"``).
+
+    Returns
+    -------
+    dict
+        The report (:meth:`ReplayReport.to_dict`); in a dry run ``would_replay`` lists every
+        match, not only the first 100.
+
+    Raises
+    ------
+    OpsError
+        A queue URL is missing.
+    QueueOperationError
+        The DLQ cannot be read at all (its cause is the botocore error).
+    """
     resources = aws.resources
     dlq_url = resources.require("dlq_url")
     queue_url = resources.require("queue_url")
     sqs = aws.client("sqs")
-    progress = Progress(enabled=not args.no_progress)
+    queue_attributes(sqs, dlq_url)
     listed: list[dict[str, Any]] = []
-    tally = {"examined": 0, "replayed": 0, "skipped": 0, "failed": 0, "matched": 0}
 
-    def on_message(result: MessageResult) -> None:
-        tally["examined"] += 1
-        if result.outcome in ("replayed", "delete_failed"):
-            tally["replayed"] += 1
-        elif result.outcome in ("skipped", "malformed"):
-            tally["skipped"] += 1
-        elif result.outcome == "failed":
-            tally["failed"] += 1
-        if result.outcome in ("replayed", "delete_failed", "failed", "would_replay"):
-            tally["matched"] += 1
+    def each(result: MessageResult) -> None:
         if result.outcome == "would_replay" and result.envelope is not None:
             listed.append(summary(result.envelope, result.message))
-        progress.update(
-            f"{'dry run: ' if request.dry_run else ''}examined {tally['examined']}"
-            f"/{request.max_messages}  matched {tally['matched']}  replayed {tally['replayed']}"
-            f"  skipped {tally['skipped']}  failed {tally['failed']}"
-        )
+        if on_message is not None:
+            on_message(result)
 
     remaining_ms = None
-    if args.time_limit is not None:
-        deadline = time.monotonic() + args.time_limit
+    if time_limit is not None:
+        deadline = time.monotonic() + time_limit
 
         def remaining_ms() -> int:
             return int((deadline - time.monotonic()) * 1000)
 
-    try:
-        report = replay(
-            request,
-            SqsDeadLetterQueue(sqs, dlq_url),
-            SqsReplaySender(sqs, queue_url),
-            remaining_time_ms=remaining_ms,
-            safety_margin_ms=0,
-            on_message=on_message,
-        )
-    finally:
-        progress.done()
+    report = replay(
+        request,
+        SqsDeadLetterQueue(sqs, dlq_url),
+        SqsReplaySender(sqs, queue_url),
+        remaining_time_ms=remaining_ms,
+        safety_margin_ms=0,
+        on_message=each,
+    )
     data = report.to_dict()
     if request.dry_run:
         data["would_replay"] = listed
-    return data, listed
+    return data
+
+
+def _run_here(
+    aws: Aws, request: ReplayRequest, args: argparse.Namespace
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    progress = Progress(enabled=not args.no_progress)
+    tally = Tally()
+
+    def on_message(result: MessageResult) -> None:
+        tally.add(result)
+        progress.update(
+            f"{'dry run: ' if request.dry_run else ''}examined {tally.examined}"
+            f"/{request.max_messages}  matched {tally.matched}  replayed {tally.replayed}"
+            f"  skipped {tally.skipped}  failed {tally.failed}"
+        )
+
+    try:
+        data = run_direct(aws, request, on_message=on_message, time_limit=args.time_limit)
+    finally:
+        progress.done()
+    return data, list(data.get("would_replay", []))
 
 
 def _invoke_function(aws: Aws, request: ReplayRequest) -> dict[str, Any]:
@@ -217,6 +281,9 @@ def _print(
         f"(malformed {report.get('malformed', 0)}), failed {report.get('failed')}"
     )
     state = "complete" if report.get("complete") else f"stopped early: {report.get('stopped')}"
-    print(f"{state}; DLQ depth now about {'?' if remaining is None else remaining}")
+    depth = (
+        "unknown (its attributes could not be read)" if remaining is None else f"about {remaining}"
+    )
+    print(f"{state}; DLQ depth now {depth}")
     if report.get("error"):
         print(f"error: {report['error']}")

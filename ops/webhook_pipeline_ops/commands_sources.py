@@ -37,13 +37,12 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(func=run_list)
     check = actions.add_parser(
         "check",
-        parents=[common_options()],
+        parents=[common_options(resources=("secrets_prefix",))],
         help="load every source's secret and validate it against its provider",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _sources_options(check)
-    check.add_argument("--secrets-prefix", help="Secrets Manager name prefix (default: outputs)")
     check.set_defaults(func=run_check)
     providers = subparsers.add_parser(
         "providers", help="the provider table (what each signs, retry horizon, TTL, handshakes)"
@@ -151,7 +150,7 @@ def check_secret(client: Any, prefix: str, source: ResolvedSource) -> tuple[str,
 
 def run_check(args: argparse.Namespace) -> int:
     aws = Aws(args)
-    prefix = args.secrets_prefix or aws.resources.require("secrets_prefix")
+    prefix = aws.resources.require("secrets_prefix")
     client = aws.client("secretsmanager")
     results = {name: check_secret(client, prefix, s) for name, s in _sources(args).items()}
     if args.json:

@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
     """Add ``status``."""
     parser = subparsers.add_parser(
         "status",
-        parents=[common_options()],
+        parents=[common_options(("queue_url", "dlq_url"))],
         help="queue depth, in flight and oldest message age of the main queue and the DLQ",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -4,11 +4,36 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TextIO
+
+#: A reST role (``:func:`~pkg.name```, ``:data:`X```, ``:class:`text <target>```).
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(?P<body>[^`]+)`")
+#: A reST inline literal (double backquotes).
+_LITERAL = re.compile(r"``(?P<body>.+?)``", re.DOTALL)
+
+
+def plain_text(text: str) -> str:
+    """``text`` without reST/Sphinx markup, for terminal help.
+
+    ``:func:`~webhook_pipeline.replay.replay``` -> ``replay``; ``:data:`REGISTRARS``` ->
+    ``REGISTRARS``; ``:class:`the report <ReplayReport>``` -> ``the report``; an inline literal
+    in double backquotes -> the same text between single backquotes.
+    """
+
+    def role(match: re.Match[str]) -> str:
+        body = match["body"]
+        if "<" in body and body.endswith(">"):
+            return body[: body.index("<")].strip()
+        if body.startswith("~"):
+            return body[1:].rsplit(".", 1)[-1]
+        return body
+
+    return _LITERAL.sub(lambda m: f"`{m['body']}`", _ROLE.sub(role, text))
 
 
 def _default(value: Any) -> Any:

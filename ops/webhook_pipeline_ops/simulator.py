@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import socket
 import sys
 import threading
 import time
@@ -61,9 +62,13 @@ class Planned:
 
 @dataclass
 class Attempt:
-    status: int | None  # None: timeout or connection error
+    """One request: its status (``None``: no answer), time to the answer or the failure (ms),
+    the answer's body, and for no answer why (``"connection refused"``, ``"timed out"``...)."""
+
+    status: int | None
     latency_ms: float
     body: str = ""
+    error: str | None = None
 
 
 @dataclass
@@ -78,13 +83,17 @@ class SendResult:
 
 @dataclass
 class Summary:
-    """What a run sent and how the endpoint acknowledged it (latencies in milliseconds)."""
+    """What a run sent and how the endpoint acknowledged it (latencies in milliseconds).
+
+    Latency percentiles are over the requests that got an answer; ``None`` when none did.
+    ``no_answer_reasons`` counts the final attempts that got none, by reason.
+    """
 
     outcomes: list[SendResult]
     elapsed_seconds: float
 
     def as_dict(self) -> dict[str, Any]:
-        finals = Counter()
+        finals: Counter[str] = Counter()
         for o in self.outcomes:
             status = o.final.status
             body = o.final.body
@@ -103,6 +112,9 @@ class Summary:
         latencies = sorted(
             a.latency_ms for o in self.outcomes for a in o.attempts if a.status is not None
         )
+        reasons = Counter(
+            o.final.error or "no answer" for o in self.outcomes if o.final.status is None
+        )
         return {
             "sent": len(self.outcomes),
             "duplicates_sent": sum(1 for o in self.outcomes if o.planned.duplicate),
@@ -113,15 +125,24 @@ class Summary:
             "client_4xx": finals["client_4xx"],
             "server_5xx": finals["server_5xx"],
             "no_answer": finals["no_answer"],
+            "no_answer_reasons": dict(reasons),
             "retries": sum(len(o.attempts) - 1 for o in self.outcomes),
-            "latency_p50_ms": round(percentile(latencies, 50), 1),
-            "latency_p99_ms": round(percentile(latencies, 99), 1),
+            "answered_requests": len(latencies),
+            "latency_p50_ms": round(percentile(latencies, 50), 1) if latencies else None,
+            "latency_p99_ms": round(percentile(latencies, 99), 1) if latencies else None,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
             "statuses": dict(Counter(str(o.final.status) for o in self.outcomes)),
         }
 
     def render(self) -> str:
         d = self.as_dict()
+        why = ", ".join(f"{reason}: {n}" for reason, n in sorted(d["no_answer_reasons"].items()))
+
+        def latency(key: str) -> str:
+            if d[key] is None:
+                return "-  (no request got an answer)"
+            return f"{d[key]} ms  (over {d['answered_requests']} answered requests)"
+
         return "\n".join(
             [
                 f"sent {d['sent']} deliveries ({d['duplicates_sent']} duplicates) in "
@@ -131,10 +152,10 @@ class Summary:
                 f"  other 2xx         {d['other_2xx']}",
                 f"  4xx               {d['client_4xx']}",
                 f"  5xx               {d['server_5xx']}",
-                f"  no answer         {d['no_answer']}",
+                f"  no answer         {d['no_answer']}" + (f"  ({why})" if why else ""),
                 f"  retries           {d['retries']}",
-                f"  ack latency p50   {d['latency_p50_ms']} ms",
-                f"  ack latency p99   {d['latency_p99_ms']} ms",
+                f"  ack latency p50   {latency('latency_p50_ms')}",
+                f"  ack latency p99   {latency('latency_p99_ms')}",
             ]
         )
 
@@ -281,10 +302,27 @@ def signed_headers(planned: Planned, secret: str, attempt: int, url: str = "") -
     return headers
 
 
+def no_answer_reason(exc: BaseException) -> str:
+    """Why a request got no answer, in a few words (``"connection refused"``, ``"timed out"``,
+    ``"name not resolved"``, else the error's own text)."""
+    reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(reason, socket.gaierror):
+        return "name not resolved"
+    if isinstance(reason, OSError) and reason.strerror:  # "connection refused", "... reset ..."
+        return reason.strerror.lower()
+    return str(reason) or type(reason).__name__
+
+
 def post(
     url: str, body: bytes, headers: Mapping[str, str], timeout: float
-) -> tuple[int | None, dict[str, str], str, float]:
-    """POST once; returns (status or None on timeout/connection error, headers, body, ms)."""
+) -> tuple[int | None, dict[str, str], str, float, str | None]:
+    """POST once; returns (status, headers, body, ms, error).
+
+    ``status`` is ``None`` on a timeout or a connection error, and ``error`` then says which
+    (:func:`no_answer_reason`).
+    """
     request = urllib.request.Request(url, data=body, headers=dict(headers), method="POST")  # noqa: S310
     started = time.perf_counter()
     try:
@@ -295,12 +333,13 @@ def post(
                 dict(response.headers),
                 text,
                 (time.perf_counter() - started) * 1000,
+                None,
             )
     except urllib.error.HTTPError as exc:
         text = exc.read().decode("utf-8", "replace")
-        return exc.code, dict(exc.headers), text, (time.perf_counter() - started) * 1000
-    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError):
-        return None, {}, "", (time.perf_counter() - started) * 1000
+        return exc.code, dict(exc.headers), text, (time.perf_counter() - started) * 1000, None
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        return None, {}, "", (time.perf_counter() - started) * 1000, no_answer_reason(exc)
 
 
 def deliver(
@@ -311,8 +350,8 @@ def deliver(
     url = source_url(base_url, planned.source.name)
     for attempt in range(retries + 1):
         headers = signed_headers(planned, secret, attempt, url)
-        status, resp_headers, text, ms = post(url, planned.body, headers, timeout)
-        outcome.attempts.append(Attempt(status, ms, text))
+        status, resp_headers, text, ms, error = post(url, planned.body, headers, timeout)
+        outcome.attempts.append(Attempt(status, ms, text, error))
         if status is not None and status < 500:
             break
         if attempt < retries:
@@ -498,6 +537,14 @@ def _cmd_send(args: argparse.Namespace) -> int:
     else:
         print(summary.render())
     d = summary.as_dict()
+    if d["no_answer"]:
+        why = ", ".join(sorted(d["no_answer_reasons"]))
+        hint = " (is the local stack running?)" if "connection refused" in why else ""
+        print(
+            f"webhook-pipeline send: {d['no_answer']} deliveries got no answer from "
+            f"{source_url(base_url, '{source}')}: {why}{hint}",
+            file=sys.stderr,
+        )
     return 0 if d["server_5xx"] == 0 and d["no_answer"] == 0 else 1
 
 

@@ -205,7 +205,11 @@ def run_demo(args: argparse.Namespace) -> int:
     wait_until(lambda: all(recorded(p) for p in everything), timeout=60)
 
     # -- 3. the poison message ---------------------------------------------------------------
-    _say("\n== 3. one poison message: a claim-check envelope whose S3 body is missing")
+    _say(
+        "\n== 3. one poison message: a claim-check envelope whose S3 body is missing; the "
+        "processor records it as malformed (retries cannot bring the body back), and restoring "
+        "the body fixes it without touching code"
+    )
     poison = planned("stripe", f"cus_poison_{run}", now - 1, "customer.deleted")
     message, key = poison_envelope(
         outputs["PayloadBucketName"],
@@ -221,7 +225,8 @@ def run_demo(args: argparse.Namespace) -> int:
     budget = (receives + 2) * (visibility + 1.5) + 15
     _say(
         f"  sent {poison.delivery_id} straight to the main queue; waiting for the DLQ "
-        f"({receives} receives x {visibility} s visibility, up to {budget:.0f} s)..."
+        f"(SQS moves it after {receives} failed receives, {visibility} s apart; up to "
+        f"{budget:.0f} s)..."
     )
 
     def dlq_depth() -> int:
@@ -234,10 +239,13 @@ def run_demo(args: argparse.Namespace) -> int:
     if not wait_until(dlq_depth, timeout=budget, interval=0.5):
         _say("  the poison message did not reach the DLQ in time")
         return 1
-    _say(f"  in the DLQ after {time.monotonic() - started:.1f} s:")
+    _say(
+        f"  in the DLQ after {time.monotonic() - started:.1f} s (its receive count adds the "
+        "peek's own receive to those on the main queue):"
+    )
     _cli("dlq", "peek", "--local")
 
-    _say("\n== 4. fix the cause (restore the claim-check body), then replay the DLQ")
+    _say("\n== 4. fix the malformed delivery's cause (restore its claim-check body), then replay")
     aws.client("s3").put_object(Bucket=outputs["PayloadBucketName"], Key=key, Body=poison.body)
     _cli("replay", "--local", "--delivery-id", poison.delivery_id, "--no-progress")
     applied = wait_until(lambda: recorded(poison), timeout=60)
