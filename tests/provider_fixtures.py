@@ -69,7 +69,7 @@ class Throwaway(Provider):
         index = match_secrets(
             secrets, lambda s: hmac_digest(s.encode(), request.body), [digest]
         )
-        return Verified(secret_index=index)
+        return Verified(secret_index=index, replay_token={token_expr})
 
     def sign(self, body, secret, *, timestamp, delivery_id, url=""):
         return {{HEADER: hmac_digest(secret.encode(), body).hex()}}
@@ -96,6 +96,7 @@ def write_provider_module(
     fixed_ack: bool = False,
     stop_statuses: frozenset[int] = frozenset(),
     horizon: int = 7_200,
+    replay_token: bool = False,
 ) -> str:
     """Write ``folder/<module>.py`` defining provider ``name``; return the module name."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -108,6 +109,7 @@ def write_provider_module(
         batch_path="" if batch else None,
         stop_statuses=set(stop_statuses) or set(),
         extra=_ACK if fixed_ack else "",
+        token_expr='request.header("X-Test-Token")' if replay_token else "None",
     )
     (folder / f"{module}.py").write_text(text)
     return module

@@ -68,6 +68,7 @@ def service() -> IngestService:
             fail_open=settings.gate_fail_mode == "open",
             redis_key_prefix=settings.redis_key_prefix,
             retry_after_seconds=settings.retry_after_seconds,
+            public_base_url=settings.public_base_url,
         ),
         breaker=CircuitBreaker(cooldown_seconds=settings.gate_cooldown_seconds),
     )

@@ -464,3 +464,21 @@ def test_provider_modules_that_cannot_be_imported_fail_the_cold_start(make_inges
     with pytest.raises(ConfigurationError, match="no_such_module"):
         make_ingest(PROVIDER_MODULES="no_such_module")
     assert "no_such_module" not in sys.modules
+
+
+def test_a_one_time_token_is_accepted_once_and_a_reuse_is_401(custom_provider) -> None:
+    harness = custom_provider(name="tokeny", replay_token=True)
+    first = single_event("tokeny", "e1")
+    first["headers"]["x-test-token"] = "tok-1"
+    assert harness.invoke(first)["statusCode"] == 202
+    again = single_event("tokeny", "e2")  # another delivery, the same signed token
+    again["headers"]["x-test-token"] = "tok-1"
+    response = harness.invoke(again)
+    assert (response["statusCode"], json.loads(response["body"])["reason"]) == (
+        401,
+        "replay_detected",
+    )
+    fresh = single_event("tokeny", "e2")
+    fresh["headers"]["x-test-token"] = "tok-2"
+    assert harness.invoke(fresh)["statusCode"] == 202
+    assert [e["delivery_id"] for e in harness.envelopes()] == ["e1", "e2"]

@@ -40,9 +40,10 @@ class FieldLocation(BaseModel):
     ----------
     header : str | None
         A header name (any case).
-    body : str | None
+    body : str | list[str] | None
         A dotted path into the JSON body (``"data.object.id"``; list indexes as digits), or a
-        field name of a form body.
+        field name of a form body; several paths make one value of all of them joined with
+        ``":"`` (Adyen's ``pspReference:eventCode:success``), absent when any is absent.
     digest : Literal["sha256"] | None
         The hex SHA-256 of the raw body bytes (of the event's bytes in a batch): for senders
         that give no delivery id at all.
@@ -56,7 +57,7 @@ class FieldLocation(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     header: str | None = None
-    body: str | None = None
+    body: str | list[str] | None = None
     digest: Literal["sha256"] | None = None
     signed: Literal["id"] | None = None
     format: Literal["int", "iso8601", "string"] = "string"
@@ -74,7 +75,7 @@ class FieldLocation(BaseModel):
         for kind in ("header", "body", "digest", "signed"):
             value = getattr(self, kind)
             if value:
-                return f"{kind} {value}"
+                return f"{kind} {'+'.join(value) if isinstance(value, list) else value}"
         return "nowhere"  # pragma: no cover - excluded by the validator
 
 
@@ -272,6 +273,11 @@ def read_value(
         raw_value = signed_id
     elif location.header:
         raw_value = headers.get(location.header.lower())
+    elif isinstance(location.body, list):
+        parts = [dig(document, path) for path in location.body]
+        if any(p is None or p == "" or isinstance(p, dict | list) for p in parts):
+            return None
+        raw_value = ":".join(str(p).lower() if isinstance(p, bool) else str(p) for p in parts)
     else:
         raw_value = dig(document, location.body or "")
     if raw_value is None or raw_value == "":

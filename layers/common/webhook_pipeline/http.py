@@ -45,6 +45,10 @@ class WebhookRequest:
         The query string exactly as received (without ``?``), for providers that sign the URL.
     host : str
         The ``Host`` the sender called (the API's domain name when API Gateway gives no header).
+    public_url : str
+        The URL the sender called, as it signed it (for providers that sign the URL: Twilio,
+        Square, HubSpot). Set by the ingest use case from the source's ``public_url``, the
+        deployment's ``PUBLIC_BASE_URL`` or the request itself (:func:`public_url`).
     """
 
     method: str
@@ -55,6 +59,7 @@ class WebhookRequest:
     path: str = ""
     raw_query: str = ""
     host: str = ""
+    public_url: str = ""
 
     def header(self, name: str) -> str | None:
         """Return the header ``name`` (any case) or ``None`` when absent."""
@@ -144,3 +149,30 @@ def request_from_event(event: Mapping[str, Any]) -> WebhookRequest:
         raw_query=raw_query,
         host=headers.get("host") or str(domain or ""),
     )
+
+
+def public_url(request: WebhookRequest, source_url: str | None, base_url: str | None) -> str:
+    """The URL the sender called, for providers that sign it.
+
+    Parameters
+    ----------
+    request : WebhookRequest
+        The request as received (its path, raw query and host).
+    source_url : str | None
+        The source's own ``public_url`` (exactly as configured at the provider), used as is
+        with the request's query string appended when it has none of its own.
+    base_url : str | None
+        The deployment's public base URL (``https://hooks.example.com``, a custom domain or a
+        proxy in front of API Gateway): the request path and query are appended.
+
+    Returns
+    -------
+    str
+        ``source_url``, else ``base_url`` + path + query, else ``https://<host><path>?<query>``.
+    """
+    query = f"?{request.raw_query}" if request.raw_query else ""
+    if source_url:
+        return source_url if "?" in source_url else source_url + query
+    if base_url:
+        return base_url.rstrip("/") + request.path + query
+    return f"https://{request.host}{request.path}{query}"

@@ -118,6 +118,9 @@ class IngestSettings(AwsClientSettings):
         Cache lifetime of secret values, seconds.
     sources_file : Path | None
         Sources file; default ``sources.toml`` next to the package.
+    public_base_url : str
+        ``PUBLIC_BASE_URL``: the base URL senders call (a custom domain or proxy), for providers
+        that sign the URL; empty: the API's own URL as each request arrives.
     sources_catalogue : bool
         ``SOURCES_CATALOGUE``: also serve every registered provider that no source uses, under
         its own name (local development only; see :func:`webhook_pipeline.sources.load_sources`).
@@ -152,6 +155,7 @@ class IngestSettings(AwsClientSettings):
     secrets_max_age_seconds: int = Field(default=300, ge=0, le=86_400)
     sources_file: Path | None = None
     sources_catalogue: bool = False
+    public_base_url: str = Field(default="", pattern=r"^$|^https?://[^\s]+$")
     provider_modules: str = ""
     redis_key_prefix: str = "whd:"
     ingest_time_budget_ms: int = Field(default=4_000, ge=100, le=29_000)

@@ -78,6 +78,10 @@ class Source(BaseModel):
         Headers copied into the envelope (lower-cased) besides the provider's own.
     require_signed_id : bool
         Refuse to load when the delivery id is read from unsigned material.
+    public_url : str | None
+        For providers that sign the URL they call: that URL exactly as configured at the
+        provider (``https://hooks.example.com/webhooks/twilio``), when a proxy or custom domain
+        makes it differ from what API Gateway sees.
     enabled : bool
         Disabled sources answer 404.
     """
@@ -97,6 +101,7 @@ class Source(BaseModel):
     dedup_ttl_seconds: int | None = Field(default=None, ge=60, le=MAX_SOURCE_TTL_SECONDS)
     forward_headers: list[str] = Field(default_factory=list)
     require_signed_id: bool = False
+    public_url: str | None = Field(default=None, pattern=r"^https?://[^\s]+$")
     enabled: bool = True
 
     @field_validator("forward_headers")
@@ -128,6 +133,8 @@ class ResolvedSource:
     unsigned : tuple[str, ...]
         The identity and ordering fields read from material the signature does not cover
         (``"delivery_id"``, ``"resource_key"``, ``"sequence"``).
+    public_url : str | None
+        The URL the provider calls, when set (providers that sign it).
     enabled : bool
         Disabled sources answer 404.
     """
@@ -143,6 +150,7 @@ class ResolvedSource:
     dedup_ttl_seconds: int
     forward_headers: tuple[str, ...]
     unsigned: tuple[str, ...]
+    public_url: str | None = None
     enabled: bool = True
 
     @property
@@ -211,6 +219,7 @@ def resolve(source: Source) -> ResolvedSource:
         dedup_ttl_seconds=source.dedup_ttl_seconds or provider.retry_horizon_seconds,
         forward_headers=tuple(dict.fromkeys((*defaults.forward_headers, *source.forward_headers))),
         unsigned=unsigned,
+        public_url=source.public_url,
         enabled=source.enabled,
     )
 

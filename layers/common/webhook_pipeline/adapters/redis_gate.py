@@ -150,6 +150,15 @@ class RedisGate:
             )
         )
 
+    def claim_once(self, key: str, ttl_seconds: int) -> bool:
+        """``SET key 1 NX EX ttl`` (every Redis version): ``False`` when ``key`` exists.
+
+        Raises
+        ------
+        GateUnavailableError
+        """
+        return bool(self._call(lambda: self.client.set(key, b"1", nx=True, ex=ttl_seconds)))
+
     # -- many deliveries of one POST: one round trip each ------------------------------------
 
     def claim_many(self, claims: Sequence[Claim], ttl_seconds: int) -> list[ClaimResult]:

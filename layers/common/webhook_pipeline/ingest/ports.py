@@ -33,6 +33,11 @@ class DedupGate(Protocol):
         more."""
         ...
 
+    def claim_once(self, key: str, ttl_seconds: int) -> bool:
+        """Mark ``key`` used for ``ttl_seconds``; ``False`` when it was already (a replayed
+        one-time token)."""
+        ...
+
     def claim_many(self, claims: Sequence[Claim], ttl_seconds: int) -> list[ClaimResult]:
         """:meth:`claim` for every claim, in one round trip; results in the same order."""
         ...

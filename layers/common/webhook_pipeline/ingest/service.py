@@ -15,10 +15,11 @@ each event is claimed and enqueued as its own envelope, with one Redis round tri
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from webhook_pipeline.errors import (
     DeliveryInFlightError,
@@ -33,7 +34,7 @@ from webhook_pipeline.errors import (
     UnknownSourceError,
     VerificationError,
 )
-from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.http import WebhookRequest, public_url
 from webhook_pipeline.ingest.claims import (
     CircuitBreaker,
     Claim,
@@ -68,6 +69,8 @@ class IngestPolicy:
         Prefix of gate keys.
     retry_after_seconds : int
         ``Retry-After`` of 503 answers, seconds.
+    public_base_url : str
+        The base URL senders call, for providers that sign the URL (empty: the request's own).
     """
 
     claim_ttl_seconds: int = 30
@@ -77,6 +80,7 @@ class IngestPolicy:
     fail_open: bool = True
     redis_key_prefix: str = "whd:"
     retry_after_seconds: int = 5
+    public_base_url: str = ""
 
 
 @dataclass
@@ -144,9 +148,14 @@ class IngestService:
         if len(request.body) > self.policy.max_body_bytes:
             raise PayloadTooLargeError(detail=f"{len(request.body)} bytes")
         secret = self._secret(source)
+        if provider.signs_url:
+            url = public_url(request, source.public_url, self.policy.public_base_url)
+            request = replace(request, public_url=url)
         if handshake is not None:
             return self._handshake(source, handshake, request, secret)
         verified = self._verify(source, request, secret)
+        if verified.replay_token is not None:
+            self._use_once(source, verified.replay_token)
         events = read_events(source, request, verified)
         logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
         if provider.batch_path is None:
@@ -199,6 +208,8 @@ class IngestService:
                     detail="no valid secret matches and the previous one is invalid"
                 ) from exc
             self._count_rejection(exc)
+            if source.provider.signs_url:
+                logger.info("signed URL as reconstructed", extra={"url": request.public_url})
             raise
         if verified.secret_index > 0:
             count(MetricName.VERIFIED_WITH_PREVIOUS_SECRET)
@@ -206,6 +217,30 @@ class IngestService:
                 "verified with the previous secret", extra={"secret_index": verified.secret_index}
             )
         return verified
+
+    def _use_once(self, source: ResolvedSource, token: str) -> None:
+        """Accept a provider's one-time token once within its tolerance (Mailgun's ``token``).
+
+        Raises
+        ------
+        VerificationError
+            ``replay_detected``: the token was used before. With Redis unavailable the check is
+            skipped (fail open) or the request is 503 (fail closed), as for the claim.
+        """
+        if not self._gate_available() or self.gate is None:
+            return
+        digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
+        key = f"{self.policy.redis_key_prefix}{source.name}:token:{digest}"
+        ttl = 2 * (source.provider.tolerance_seconds or self.policy.claim_ttl_seconds)
+        try:
+            fresh = self.gate.claim_once(key, ttl)
+        except GateUnavailableError as exc:
+            self._gate_failed(exc)
+            return
+        if not fresh:
+            count(MetricName.SIGNATURE_INVALID)
+            logger.info("one-time token reused", extra={"reason": "replay_detected"})
+            raise VerificationError("replay_detected", "the signed one-time token was used before")
 
     @staticmethod
     def _count_rejection(exc: VerificationError) -> None:

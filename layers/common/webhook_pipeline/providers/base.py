@@ -74,6 +74,9 @@ class Verified:
     raw_timestamp : str | None
         The signed timestamp exactly as sent, in the provider's own unit (milliseconds for
         some).
+    replay_token : str | None
+        A signed value the provider makes unique per request (Mailgun's ``token``): the ingest
+        use case accepts it once within the tolerance (a reused one is 401 ``replay_detected``).
     """
 
     secret_index: int
@@ -82,6 +85,7 @@ class Verified:
     signed_headers: frozenset[str] = frozenset()
     family: str | None = None
     raw_timestamp: str | None = None
+    replay_token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -321,6 +325,9 @@ class Provider(ABC):
     timestamp_header: str | None = None
     #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
     timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"
+    #: The signature covers the URL the sender called (``request.public_url``): a mismatch is
+    #: logged with the URL reconstructed, so an operator can see a proxy rewrote it.
+    signs_url: ClassVar[bool] = False
 
     def __init__(
         self, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
