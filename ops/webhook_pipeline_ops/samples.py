@@ -66,8 +66,7 @@ DEV_SECRETS: Mapping[str, str] = _DevSecrets()
 def dev_secret_value(source: str | ResolvedSource) -> str:
     """The Secrets Manager value of a source's development secret (plain, or JSON when a
     handshake needs more, such as Meta's verify token)."""
-    resolved = example_sources()[source] if isinstance(source, str) else source
-    return resolved.provider.dev_secret_value()
+    return _resolved(source).provider.dev_secret_value()
 
 
 def dev_verify_token(source: str | ResolvedSource) -> str | None:
@@ -100,13 +99,17 @@ class SampleDelivery:
     delivery_ids: tuple[str, ...] = ()
 
 
-def new_id(source: ResolvedSource) -> str:
+def _resolved(source: str | ResolvedSource) -> ResolvedSource:
+    return example_sources()[source] if isinstance(source, str) else source
+
+
+def new_id(source: str | ResolvedSource) -> str:
     """A fresh delivery id in the provider's style."""
-    return source.provider.new_delivery_id(uuid.uuid4().hex)
+    return _resolved(source).provider.new_delivery_id(uuid.uuid4().hex)
 
 
 def payload(
-    source: ResolvedSource,
+    source: str | ResolvedSource,
     *,
     delivery_id: str,
     resource: str = "res_1",
@@ -119,7 +122,7 @@ def payload(
     ``sequence`` becomes the provider's ordering value (Stripe ``created``, Shopify/Standard
     Webhooks timestamps as seconds since the epoch, generic ``resource.version``...).
     """
-    sample = source.provider.sample(
+    sample = _resolved(source).provider.sample(
         delivery_id=delivery_id,
         resource=resource,
         sequence=sequence,

@@ -403,10 +403,8 @@ def test_a_dlq_replay_dry_run_then_replay_moves_a_poison_message_back(
 def test_a_script_in_a_body_renders_as_text(
     local_stack: LocalStack, console: Console, browser: Any
 ) -> None:
-    from webhook_pipeline.signatures import SCHEMES
-    from webhook_pipeline.sources import load_sources
     from webhook_pipeline_ops import simulator
-    from webhook_pipeline_ops.samples import payload
+    from webhook_pipeline_ops.samples import example_sources, payload
 
     # Given a signed Stripe delivery whose body holds a script, over the inline limit (so its
     # raw body is kept as a claim-check object and the console can show it)
@@ -417,7 +415,7 @@ def test_a_script_in_a_body_renders_as_text(
     doc["data"]["object"]["note"] = script
     doc["data"]["object"]["padding"] = "p" * 160_000
     raw = json.dumps(doc).encode()
-    source = load_sources(known_schemes=set(SCHEMES))["stripe"]
+    source = example_sources()["stripe"]
     planned = simulator.Planned(source, delivery_id, "cus_script", 1, None, raw, headers)
     outcome = simulator.deliver(
         planned, base_url=local_stack.api_url, secret=local_stack.secrets["stripe"], timeout=30,
