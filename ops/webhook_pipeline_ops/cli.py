@@ -41,6 +41,7 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.commands_status",
     "webhook_pipeline_ops.commands_records",
     "webhook_pipeline_ops.commands_sources",
+    "webhook_pipeline_ops.commands_audit",
     "webhook_pipeline_ops.sample_events",
     "webhook_pipeline_ops.commands_cost",
     "webhook_pipeline_ops.local.commands",

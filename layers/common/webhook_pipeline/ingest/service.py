@@ -370,6 +370,8 @@ class IngestService:
             "batch enqueued",
             extra={
                 "events": len(events),
+                # every id enqueued, so a reconciliation can find each one (webhook-pipeline audit)
+                "delivery_ids": [events[new[i]].delivery_id for i in sorted(sent.sent)],
                 "accepted": len(sent.sent),
                 "duplicates": len(events) - len(new) - in_flight,
                 "in_flight": in_flight,
