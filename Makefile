@@ -20,8 +20,12 @@ $(STAMP_LOCAL): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[local]'
 	touch $@
 
-$(STAMP_DEV): pyproject.toml | $(PY)
+$(STAMP_DEV): pyproject.toml tests/node/package-lock.json | $(PY)
 	$(PY) -m pip install -q -e '.[dev]'
+	@# npm SDKs the provider tests cross-check against (Linear has no Python SDK); skipped
+	@# with a note where npm is missing, and the tests that need them say so.
+	@if command -v npm >/dev/null 2>&1; then npm ci --prefix tests/node --no-audit --no-fund --silent; \
+	 else echo "npm not found: the @linear/sdk cross-check tests will be skipped"; fi
 	touch $@ $(STAMP_LOCAL)
 
 install: $(STAMP_LOCAL)  ## install what `make run` needs into .venv

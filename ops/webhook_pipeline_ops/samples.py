@@ -178,6 +178,10 @@ def signed_delivery(
         default_body = body
     headers |= dict(extra_headers or {})
     key = secret if secret is not None else source.provider.dev_secret
+    # Providers that carry their credential or signed timestamp in the body put it there.
+    default_body = source.provider.sign_body(
+        default_body, key, timestamp=timestamp, delivery_id=delivery_id
+    )
     headers |= sign(
         source, default_body, key, timestamp=timestamp, delivery_id=delivery_id, url=url
     )

@@ -216,10 +216,11 @@ def plan(
             # The id the ingest will record: run the provider's verification on a signed copy.
             url = source_url(base_url, source.name)
             secret, now = source.provider.dev_secret, int(time.time())
+            sent = source.provider.sign_body(body, secret, timestamp=now, delivery_id=delivery_id)
             probe = headers | sign(
-                source, body, secret, timestamp=now, delivery_id=delivery_id, url=url
+                source, sent, secret, timestamp=now, delivery_id=delivery_id, url=url
             )
-            delivery_id = (recorded_ids(source, body, probe, secret, now, url) or (delivery_id,))[0]
+            delivery_id = (recorded_ids(source, sent, probe, secret, now, url) or (delivery_id,))[0]
             events.append(Planned(source, delivery_id, resource, sequence, None, body, headers))
         lists = list(per_resource.values())
         if out_of_order:
@@ -282,8 +283,30 @@ def source_url(base_url: str, source: str) -> str:
     return f"{base_url.rstrip('/')}/webhooks/{source}"
 
 
-def signed_headers(planned: Planned, secret: str, attempt: int, url: str = "") -> dict[str, str]:
-    """Headers of one attempt: provider headers + a fresh signature (and Slack's retry hints)."""
+def signed_request(
+    planned: Planned, secret: str, attempt: int, url: str = ""
+) -> tuple[bytes, dict[str, str]]:
+    """Body and headers of one attempt: the planned body (with the credential or timestamp a
+    provider carries in the body, :meth:`Provider.sign_body`), provider headers and a fresh
+    signature (and Slack's retry hints)."""
+    now = int(time.time())
+    body = planned.source.provider.sign_body(
+        planned.body, secret, timestamp=now, delivery_id=planned.delivery_id
+    )
+    return body, signed_headers(planned, secret, attempt, url, body=body, now=now)
+
+
+def signed_headers(
+    planned: Planned,
+    secret: str,
+    attempt: int,
+    url: str = "",
+    *,
+    body: bytes | None = None,
+    now: int | None = None,
+) -> dict[str, str]:
+    """Headers of one attempt: provider headers + a fresh signature over ``body`` (default: the
+    planned body) at ``now`` (default: the current time), and Slack's retry hints."""
     from webhook_pipeline_ops.samples import sign
 
     headers = dict(planned.headers)
@@ -293,9 +316,9 @@ def signed_headers(planned: Planned, secret: str, attempt: int, url: str = "") -
         headers |= {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_timeout"}
     headers |= sign(
         planned.source,
-        planned.body,
+        planned.body if body is None else body,
         secret,
-        timestamp=int(time.time()),
+        timestamp=int(time.time()) if now is None else now,
         delivery_id=planned.delivery_id,
         url=url,
     )
@@ -349,8 +372,8 @@ def deliver(
     outcome = SendResult(planned)
     url = source_url(base_url, planned.source.name)
     for attempt in range(retries + 1):
-        headers = signed_headers(planned, secret, attempt, url)
-        status, resp_headers, text, ms, error = post(url, planned.body, headers, timeout)
+        body, headers = signed_request(planned, secret, attempt, url)
+        status, resp_headers, text, ms, error = post(url, body, headers, timeout)
         outcome.attempts.append(Attempt(status, ms, text, error))
         if status is not None and status < 500:
             break

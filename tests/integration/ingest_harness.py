@@ -63,4 +63,7 @@ def provision(region: str = "us-east-1") -> dict[str, str]:
         "PAYLOAD_BUCKET": "payloads",
         "SECRETS_PREFIX": SECRETS_PREFIX,
         "GATE_COOLDOWN_SECONDS": "0",
+        # Serve every provider as the local stack does (one example source per provider no
+        # source of the sources file uses), so tests reach each one through the real handler.
+        "SOURCES_CATALOGUE": "true",
     }

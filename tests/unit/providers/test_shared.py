@@ -94,9 +94,9 @@ def signed(
 ) -> WebhookRequest:
     p = provider(name)
     url = f"https://webhooks.example.com/webhooks/{name}"
-    headers = p.sign(
-        body, secret or p.dev_secret, timestamp=timestamp, delivery_id="dlv_1", url=url
-    )
+    key = secret or p.dev_secret
+    body = p.sign_body(body, key, timestamp=timestamp, delivery_id="dlv_1")
+    headers = p.sign(body, key, timestamp=timestamp, delivery_id="dlv_1", url=url)
     return make_request(headers, body, path=f"/webhooks/{name}", host="webhooks.example.com")
 
 
@@ -124,7 +124,8 @@ class TestRegistry:
         assert cls.vectors, f"{name} has no test vector"
         assert cls.retry_horizon_seconds >= 60 and cls.retry_horizon_reference
         assert all(400 <= s < 600 for s in cls.stop_statuses)
-        assert provider(name).signature_header
+        # The credential is in a header, or (Google Ads, Microsoft Graph) in a declared field.
+        assert bool(provider(name).signature_header) != bool(cls.signature_field)
 
     @pytest.mark.parametrize("name", TIMESTAMPED)
     def test_timestamped_providers_declare_where_the_timestamp_is(self, name: str) -> None:
@@ -171,6 +172,8 @@ class TestEveryProvider:
                 assert verified.delivery_id == vector.delivery_id
 
     def test_a_changed_vector_byte_is_rejected(self, name: str) -> None:
+        if not PROVIDERS[name].signs.body:
+            pytest.skip(f"{name} signs no body: TestUnsignedBodies covers it")
         for vector in PROVIDERS[name].vectors:
             p = PROVIDERS[name](dict(vector.options) or dict(PROVIDERS[name].example_options))
             body = vector.body + b" "
@@ -204,6 +207,8 @@ class TestEveryProvider:
         assert err.value.status == 401
 
     def test_any_body_byte_change_is_rejected(self, name: str) -> None:
+        if not PROVIDERS[name].signs.body:
+            pytest.skip(f"{name} signs no body: TestUnsignedBodies covers it")
         current, _, _ = secrets(name)
         req = signed(name)
         for body in (BODY + b" ", BODY[:-1], b'{"id": "evt_1", "amount": 1.5}', b""):
@@ -287,12 +292,11 @@ class TestEveryProvider:
         )
         source = resolve(Source(name=name, provider=name, options=dict(p.example_options)))
         url = f"https://webhooks.example.com/webhooks/{name}"
+        body = p.sign_body(sample.body, p.dev_secret, timestamp=NOW, delivery_id="dlv_s")
         headers = sample.headers | p.sign(
-            sample.body, p.dev_secret, timestamp=NOW, delivery_id="dlv_s", url=url
+            body, p.dev_secret, timestamp=NOW, delivery_id="dlv_s", url=url
         )
-        req = make_request(
-            headers, sample.body, path=f"/webhooks/{name}", host="webhooks.example.com"
-        )
+        req = make_request(headers, body, path=f"/webhooks/{name}", host="webhooks.example.com")
         verified = source.provider.verify(req, verifier(name, p.dev_secret), NOW)
         events = read_events(source, req, verified)
         assert events and all(e.delivery_id for e in events)
@@ -312,6 +316,29 @@ class TestEveryProvider:
             assert handshake.matches(req), handshake.name
             answer = handshake.answer(req, stored)
             assert answer.status == 200 and answer.text()
+
+
+@pytest.mark.parametrize("name", sorted(n for n, cls in PROVIDERS.items() if not cls.signs.body))
+class TestUnsignedBodies:
+    """Providers whose credential is a shared token, not a signature of the body (GitLab, Google
+    Ads, Microsoft Graph): any body passes with the right token, and the module says so."""
+
+    def test_a_changed_body_still_verifies_and_the_provider_says_the_body_is_unsigned(
+        self, name: str
+    ) -> None:
+        current, _, _ = secrets(name)
+        req = signed(name)
+        changed = with_headers(req, dict(req.headers), req.body + b" ")
+        assert provider(name).verify(changed, verifier(name, current), NOW).secret_index == 0
+        assert "not signed" in PROVIDERS[name].signs.note or "no signature" in (
+            PROVIDERS[name].signs.note
+        )
+
+    def test_the_wrong_token_is_still_rejected(self, name: str) -> None:
+        current, _, other = secrets(name)
+        with pytest.raises(VerificationError) as err:
+            provider(name).verify(signed(name, secret=other), verifier(name, current), NOW)
+        assert err.value.reason == "signature_invalid"
 
 
 @pytest.mark.parametrize("name", INTEGER_TIMESTAMPS)

@@ -211,6 +211,9 @@ class IngestService:
             if source.provider.signs_url:
                 logger.info("signed URL as reconstructed", extra={"url": request.public_url})
             raise
+        # Which header family or documented reading matched (Standard Webhooks webhook/svix,
+        # LinkedIn's two X-LI-Signature readings): on every later line of this request.
+        logger.append_keys(signature_family=verified.family)
         if verified.secret_index > 0:
             count(MetricName.VERIFIED_WITH_PREVIOUS_SECRET)
             logger.info(

@@ -323,6 +323,10 @@ class Provider(ABC):
     #: where options choose them (generic HMAC).
     signature_header: str = ""
     timestamp_header: str | None = None
+    #: Where the credential is when it travels inside the body instead of a header (Google Ads
+    #: ``google_key``, Microsoft Graph ``value[].clientState``): a dotted body path, shown in the
+    #: docs; ``signature_header`` is then empty and :meth:`sign_body` puts the credential there.
+    signature_field: ClassVar[str | None] = None
     #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
     timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"
     #: The signature covers the URL the sender called (``request.public_url``): a mismatch is
@@ -390,6 +394,17 @@ class Provider(ABC):
         where the provider puts it in headers, if it does; ``url`` is the URL the sender calls
         (for providers that sign it).
         """
+
+    def sign_body(self, body: bytes, secret: str, *, timestamp: int, delivery_id: str) -> bytes:
+        """``body`` as the sender sends it, signed with ``secret`` at ``timestamp`` (Unix seconds).
+
+        The same bytes for every provider whose signature travels in headers. Providers that
+        carry their credential or their signed timestamp inside the body (Google Ads
+        ``google_key``, Microsoft Graph ``clientState``, Linear ``webhookTimestamp``) return the
+        body with it put there. The simulator, ``events/`` and the tests call this before
+        :meth:`sign`, which then signs the returned bytes.
+        """
+        return body
 
     def validate_secret(self, secret: str) -> None:
         """Check that ``secret`` (whitespace already stripped) is usable by this scheme.

@@ -1,0 +1,381 @@
+"""Scheme shapes several providers share, so that a provider module declares only what differs.
+
+- :class:`BodyHmacProvider`: the HMAC-SHA256 of the raw body in one header, as
+  ``<prefix><digest>`` in hex or base64 (Typeform, Sentry, Bitbucket, Jira, X, Linear...).
+- :class:`TimestampedHmacProvider`: ``<header>: t=<seconds>,<key>=<hex>`` over ``{t}.{body}``
+  (TikTok ``s=``, Calendly ``v1=``; Stripe's shape).
+- :func:`parse_rfc3339` / :func:`format_rfc3339`: strict RFC 3339 timestamps (Twitch, Zendesk).
+- :func:`match_token`: a shared token (not a signature) compared in constant time (GitLab, Google
+  Ads, Microsoft Graph).
+- :class:`HmacQueryChallenge`: a ``GET`` challenge answered with an HMAC of a query value
+  (LinkedIn ``challengeCode``, X ``crc_token``); :func:`query_value` reads a query value decoded
+  exactly once.
+
+Strictness is :mod:`webhook_pipeline.providers.crypto`'s: constant-time comparisons, digests
+decoded strictly (lower-case hex, padded standard base64), reason codes, never another exception.
+"""
+
+from __future__ import annotations
+
+import base64
+import calendar
+import json
+import re
+from abc import abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal
+from urllib.parse import parse_qs
+
+from webhook_pipeline.errors import TimestampError, VerificationError
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.providers.base import Answer, Handshake, Provider, Vector, Verified
+from webhook_pipeline.providers.crypto import (
+    decode_base64,
+    decode_hex,
+    hmac_digest,
+    match_secrets,
+    parse_plain_int,
+    signature_header,
+)
+from webhook_pipeline.secrets import SourceSecret
+
+Encoding = Literal["hex", "base64"]
+
+#: The longest query token a challenge is answered for (characters): real ones are far shorter,
+#: and an answer must not echo or hash megabytes for anyone who asks.
+MAX_CHALLENGE_CHARS = 1024
+
+
+# -- digests ----------------------------------------------------------------------------------
+
+
+def decode_digest(text: str, encoding: Encoding) -> bytes | None:
+    """A digest in lower-case hex or padded standard base64, or ``None`` when it is not."""
+    return decode_hex(text) if encoding == "hex" else decode_base64(text)
+
+
+def encode_digest(digest: bytes, encoding: Encoding) -> str:
+    """``digest`` as lower-case hex or padded standard base64."""
+    return digest.hex() if encoding == "hex" else base64.b64encode(digest).decode("ascii")
+
+
+def utf8_hmac(secret: str, message: bytes) -> bytes:
+    """HMAC-SHA256 of ``message`` keyed with ``secret`` as UTF-8 (the raw 32-byte digest)."""
+    return hmac_digest(secret.encode("utf-8"), message)
+
+
+def match_utf8_hmac(secrets: Sequence[str], message: bytes, candidates: Iterable[bytes]) -> int:
+    """Index of the secret whose :func:`utf8_hmac` of ``message`` is one of ``candidates``.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_invalid``: no secret matches.
+    ConfigurationError
+        No secret, or an empty one.
+    """
+    return match_secrets(secrets, lambda secret: utf8_hmac(secret, message), candidates)
+
+
+def header_digest(
+    request: WebhookRequest, header: str, *, prefix: str = "", encoding: Encoding = "hex"
+) -> bytes:
+    """The digest of a ``<header>: <prefix><digest>`` signature header, decoded.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_missing`` (absent or empty), ``signature_malformed`` (not ASCII, prefix
+        missing, digest not strictly in ``encoding``).
+    """
+    value = signature_header(request, header)
+    digest = decode_digest(value[len(prefix) :], encoding) if value.startswith(prefix) else None
+    if digest is None:
+        raise VerificationError("signature_malformed", f"{header} is not {prefix}<{encoding}>")
+    return digest
+
+
+def match_token(secrets: Sequence[str], presented: str) -> int:
+    """Index of the secret equal to ``presented`` (a shared token, not a signature), compared in
+    constant time against every secret.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_invalid``: no secret equals it.
+    ConfigurationError
+        No secret, or an empty one.
+    """
+    return match_secrets(
+        secrets, lambda secret: secret.encode("utf-8"), [presented.encode("utf-8")]
+    )
+
+
+def json_object(body: bytes) -> dict[str, Any] | None:
+    """``body`` parsed as a JSON object, or ``None`` when it is not one (for providers that read
+    a credential or a signed timestamp inside the body)."""
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def with_field(body: bytes, name: str, value: Any) -> bytes:
+    """A JSON object ``body`` re-serialised compactly with ``name`` set to ``value`` (any other
+    body unchanged): how :meth:`Provider.sign_body` puts a value in the body."""
+    doc = json_object(body)
+    if doc is None:
+        return body
+    doc[name] = value
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+# -- the HMAC of the body in one header ---------------------------------------------------------
+
+
+class BodyHmacProvider(Provider):
+    """A provider whose signature is ``<signature_header>: <hmac_prefix><digest>``, the
+    HMAC-SHA256 of the raw body keyed with the secret as UTF-8, in ``hmac_encoding``. No
+    timestamp, no signed id: :attr:`delivery_header` (when set) is where :meth:`sign` puts the
+    delivery id, an unsigned header.
+    """
+
+    hmac_prefix: ClassVar[str] = ""
+    hmac_encoding: ClassVar[Encoding] = "hex"
+    delivery_header: ClassVar[str | None] = None
+
+    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
+        """Verify the body HMAC (``now`` unused: nothing signed says when).
+
+        Raises
+        ------
+        VerificationError
+            ``signature_missing``, ``signature_malformed`` (prefix or encoding),
+            ``signature_invalid`` (no secret matches).
+        """
+        digest = header_digest(
+            request, self.signature_header, prefix=self.hmac_prefix, encoding=self.hmac_encoding
+        )
+        return Verified(secret_index=match_utf8_hmac(secrets, request.body, [digest]))
+
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """The signature header (and :attr:`delivery_header` = ``delivery_id``, when set)."""
+        value = self.hmac_prefix + encode_digest(utf8_hmac(secret, body), self.hmac_encoding)
+        headers = {self.signature_header: value}
+        if self.delivery_header is not None:
+            headers[self.delivery_header] = delivery_id
+        return headers
+
+
+def github_published_vector(header: str) -> Vector:
+    """GitHub's published vector (secret ``It's a Secret to Everybody``, body ``Hello, World!``)
+    under ``header``, for providers that compute the same ``sha256=<hex>`` of the body."""
+    return Vector(
+        secret="It's a Secret to Everybody",
+        headers={header: "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"},
+        body=b"Hello, World!",
+        now=0,
+        origin="published",
+        reference="github/docs validating-webhook-deliveries.md: the same HMAC-SHA256 hex of "
+        f"the body with a sha256= prefix, here under {header}",
+    )
+
+
+# -- t=<seconds>,<key>=<hex> over {t}.{body} -----------------------------------------------------
+
+
+def parse_keyed_header(
+    value: str, header: str, timestamp_key: str, signature_key: str
+) -> tuple[str | None, list[str]]:
+    """Split ``t=..,<signature_key>=..[,<signature_key>=..]`` into the raw ``t`` and the
+    signature values.
+
+    Items are separated by ``","``; whitespace before an item is dropped (a proxy may join
+    repeated headers with ``", "``), whitespace inside a value is kept (and then fails the strict
+    parse); empty items and unknown keys are ignored.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_malformed``: ``t`` appears with two different values (two headers joined
+        by ``","``), which is never resolved by picking one.
+    """
+    timestamps: set[str] = set()
+    signatures: list[str] = []
+    for item in value.split(","):
+        key, sep, val = item.lstrip(" \t").partition("=")
+        if not sep:
+            continue
+        if key == timestamp_key:
+            timestamps.add(val)
+        elif key == signature_key:
+            signatures.append(val)
+    if len(timestamps) > 1:
+        raise VerificationError(
+            "signature_malformed", f"{header} carries several {timestamp_key} values"
+        )
+    return (timestamps.pop() if timestamps else None), signatures
+
+
+def restamp_keyed_header(
+    headers: Mapping[str, str], header: str, timestamp_key: str, raw: str | None
+) -> dict[str, str]:
+    """``headers`` with the ``t`` item of ``header`` replaced by ``raw`` (removed for ``None``),
+    the signature items left as they were."""
+    value = next(v for k, v in headers.items() if k.lower() == header.lower())
+    rest = [item for item in value.split(",") if not item.startswith(f"{timestamp_key}=")]
+    items = ([f"{timestamp_key}={raw}"] if raw is not None else []) + rest
+    return {
+        **{k: v for k, v in headers.items() if k.lower() != header.lower()},
+        header: ",".join(items),
+    }
+
+
+class TimestampedHmacProvider(Provider):
+    """``<signature_header>: t=<seconds>,<signature_key>=<hex>[,...]``: HMAC-SHA256 of
+    ``{t}.{body}`` (``t`` exactly as sent, the raw body), keyed with the secret as UTF-8,
+    lower-case hex; several signature items may be present (any may match). ``t`` is Unix
+    **seconds**, a plain integer, checked both ways against the tolerance."""
+
+    signature_key: ClassVar[str]
+    timestamp_key: ClassVar[str] = "t"
+
+    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
+        """Verify the header and the freshness of its ``t``.
+
+        Raises
+        ------
+        VerificationError
+            ``signature_missing`` (no header), ``signature_malformed`` (two ``t`` values, no
+            signature item in hex), ``signature_invalid`` (no secret matches).
+        TimestampError
+            ``timestamp_missing``, ``timestamp_invalid`` (not a plain integer),
+            ``timestamp_stale`` / ``timestamp_future``.
+        """
+        header = self.signature_header
+        raw_t, values = parse_keyed_header(
+            signature_header(request, header), header, self.timestamp_key, self.signature_key
+        )
+        if raw_t is None:
+            raise TimestampError("timestamp_missing", f"{header} has no {self.timestamp_key}")
+        timestamp = parse_plain_int(raw_t)
+        candidates = [d for v in values if (d := decode_hex(v)) is not None]
+        if not candidates:
+            raise VerificationError(
+                "signature_malformed", f"{header} has no hex {self.signature_key}"
+            )
+        index = match_utf8_hmac(secrets, raw_t.encode("ascii") + b"." + request.body, candidates)
+        self.check_fresh(timestamp, now)
+        return Verified(secret_index=index, timestamp=timestamp, raw_timestamp=raw_t)
+
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """``{signature_header: "t=<timestamp>,<key>=<hex>"}`` (``timestamp`` Unix seconds)."""
+        t = str(int(timestamp))
+        digest = utf8_hmac(secret, t.encode("ascii") + b"." + body).hex()
+        return {self.signature_header: f"{self.timestamp_key}={t},{self.signature_key}={digest}"}
+
+    def restamp(self, headers: Mapping[str, str], raw: str | None) -> dict[str, str] | None:
+        """``t`` replaced inside the signature header (removed for ``None``)."""
+        return restamp_keyed_header(headers, self.signature_header, self.timestamp_key, raw)
+
+
+# -- RFC 3339 timestamps ------------------------------------------------------------------------
+
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?(Z|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def parse_rfc3339(raw: str | None) -> float:
+    """Unix seconds (with the fraction) of a strict RFC 3339 timestamp.
+
+    Accepted: ``2021-02-19T23:47:00Z``, with up to nine fraction digits
+    (``2021-02-19T23:47:00.8091512Z``) and a ``Z`` or ``+hh:mm`` / ``-hh:mm`` offset. Refused:
+    anything else, including a lower-case ``t`` or ``z``, a space instead of ``T``, no offset,
+    surrounding spaces, non-ASCII digits, out-of-range fields (month 13, second 60).
+
+    Raises
+    ------
+    TimestampError
+        ``timestamp_missing`` (absent or empty) or ``timestamp_invalid``.
+    """
+    if raw is None or raw == "":
+        raise TimestampError("timestamp_missing")
+    match = _RFC3339.fullmatch(raw) if raw.isascii() else None
+    if match is None:
+        raise TimestampError("timestamp_invalid", "not an RFC 3339 timestamp")
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    fraction, zone = match.group(7) or "", match.group(8)
+    offset = 0
+    if zone != "Z":
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        if hours > 23 or minutes > 59:
+            raise TimestampError("timestamp_invalid", "RFC 3339 offset out of range")
+        offset = (hours * 60 + minutes) * 60 * (1 if zone[0] == "+" else -1)
+    try:
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError as exc:
+        raise TimestampError("timestamp_invalid", "RFC 3339 field out of range") from exc
+    whole = calendar.timegm(moment.timetuple()) - offset
+    return whole + (int(fraction) / 10 ** len(fraction) if fraction else 0.0)
+
+
+def format_rfc3339(seconds: int, nanoseconds: int | None = None) -> str:
+    """``2026-01-01T00:00:00Z`` for Unix ``seconds`` (with ``.`` and nine digits when
+    ``nanoseconds`` is given)."""
+    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return text + (f".{nanoseconds:09d}" if nanoseconds is not None else "") + "Z"
+
+
+# -- GET challenges answered with an HMAC of a query value --------------------------------------
+
+
+def query_value(request: WebhookRequest, name: str) -> str | None:
+    """The query parameter ``name``, percent-decoded exactly once (``None`` when absent).
+
+    Read from the raw query string when the request has one (API Gateway HTTP API gives it as
+    received); otherwise from the already decoded parameters (REST API, tests). The last value
+    wins for a repeated name, as API Gateway's parameters do.
+    """
+    if request.raw_query:
+        values = parse_qs(request.raw_query, keep_blank_values=True).get(name)
+        return values[-1] if values else None
+    return request.query.get(name)
+
+
+class HmacQueryChallenge(Handshake):
+    """A ``GET ?<parameter>=<token>`` challenge answered 200 with a JSON body holding an
+    HMAC-SHA256 of the token keyed with the current signing secret (UTF-8). The challenge is
+    unsigned: the answer itself proves the endpoint holds the secret. The provider's only GET,
+    so a GET without the parameter is 401 ``handshake_invalid`` rather than 405."""
+
+    method = "GET"
+    signed = False
+    parameter: ClassVar[str]
+
+    def matches(self, request: WebhookRequest) -> bool:
+        return request.method == "GET"
+
+    @abstractmethod
+    def body(self, token: str, digest: bytes) -> dict[str, Any]:
+        """The JSON answer for ``token`` and the raw HMAC ``digest`` of it."""
+
+    def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
+        """The JSON answer.
+
+        Raises
+        ------
+        VerificationError
+            ``handshake_invalid``: no token, an empty one or one over 1,024 characters.
+        """
+        token = query_value(request, self.parameter)
+        if not token or len(token) > MAX_CHALLENGE_CHARS or not secret.signing:
+            raise VerificationError("handshake_invalid", f"no usable {self.parameter}")
+        return Answer(200, self.body(token, utf8_hmac(secret.signing[0], token.encode("utf-8"))))
