@@ -105,8 +105,11 @@ def test_bad_signature_is_401_with_reason(ingest: IngestHarness, mutate, reason:
     assert ingest.messages() == []
 
 
+# The wall clock runs between signing and verifying: margins of a minute keep a slow, loaded run
+# from drifting back inside the tolerance (the exact boundaries are unit-tested with a fixed
+# ``now`` in tests/unit/providers/test_shared.py).
 @pytest.mark.parametrize(
-    ("offset", "reason"), [(-301, "timestamp_stale"), (310, "timestamp_future")]
+    ("offset", "reason"), [(-360, "timestamp_stale"), (360, "timestamp_future")]
 )
 @pytest.mark.parametrize("source", ["stripe", "standard-webhooks", "slack", "generic-hmac"])
 def test_timestamps_outside_tolerance_either_way_are_401(
@@ -114,6 +117,7 @@ def test_timestamps_outside_tolerance_either_way_are_401(
 ) -> None:
     import time
 
+    ingest.invoke(event_for("github"))  # warm: cold start and secret reads done before signing
     response = ingest.invoke(event_for(source, timestamp=int(time.time()) + offset))
     assert response["statusCode"] == 401
     assert ingest.body(response)["reason"] == reason
