@@ -328,11 +328,18 @@ class Provider(ABC):
     #: The signature covers the URL the sender called (``request.public_url``): a mismatch is
     #: logged with the URL reconstructed, so an operator can see a proxy rewrote it.
     signs_url: ClassVar[bool] = False
+    #: The signature travels inside the body (Mailgun's ``signature`` object), not in a header:
+    #: :meth:`sign_request` writes it there and :attr:`signature_header` is empty.
+    signature_in_body: ClassVar[bool] = False
+    #: The body formats this scheme can verify (a source declaring another fails to load).
+    body_formats: ClassVar[frozenset[BodyFormat]] = frozenset({"json", "form", "raw"})
 
     def __init__(
         self, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
     ) -> None:
         self.options = dict(options or {})
+        #: The body format of the source (the provider's default until :meth:`use_body_format`).
+        self.body_format: BodyFormat = self.defaults.body_format
         unknown = sorted(set(self.options) - self.option_names)
         if unknown:
             raise ConfigurationError(
@@ -350,6 +357,25 @@ class Provider(ABC):
         self.tolerance_seconds = (
             tolerance_seconds if tolerance_seconds is not None else self.default_tolerance_seconds
         )
+
+    def use_body_format(self, body_format: BodyFormat | None) -> None:
+        """Adopt the body format the source declares (``None``: keep the provider's default).
+
+        A scheme whose signature is inside the body (Mailgun) reads it in this format, never in
+        the one the unsigned ``Content-Type`` names.
+
+        Raises
+        ------
+        ConfigurationError
+            The scheme cannot verify a body of that format (:attr:`body_formats`).
+        """
+        chosen = body_format or self.defaults.body_format
+        if chosen not in self.body_formats:
+            raise ConfigurationError(
+                f"provider {self.name!r} cannot verify a {chosen!r} body; "
+                f"declare one of {sorted(self.body_formats)}"
+            )
+        self.body_format = chosen
 
     # -- the scheme -------------------------------------------------------------------------
 
@@ -390,6 +416,24 @@ class Provider(ABC):
         where the provider puts it in headers, if it does; ``url`` is the URL the sender calls
         (for providers that sign it).
         """
+
+    def sign_request(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> tuple[bytes, dict[str, str]]:
+        """The body and the signature headers a sender of this provider sends for ``body``.
+
+        The body is ``body`` unchanged and the headers are :meth:`sign`'s, except for providers
+        whose signature travels inside the body (:attr:`signature_in_body`: Mailgun), which
+        return ``body`` with the signature written in and no signature header. Callers that
+        sign for any provider (the simulator, ``events/``, the shared tests) use this.
+
+        Returns
+        -------
+        tuple[bytes, dict[str, str]]
+            The bytes to send and the headers to add.
+        """
+        headers = self.sign(body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
+        return body, headers
 
     def validate_secret(self, secret: str) -> None:
         """Check that ``secret`` (whitespace already stripped) is usable by this scheme.
