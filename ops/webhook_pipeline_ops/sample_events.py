@@ -124,7 +124,9 @@ def handshake_event(source: ResolvedSource, handshake: Handshake, now: int) -> d
             url=url,
         )
         headers |= signature
-    return request_event(source.name, sample.method, body, headers, sample.query, domain=EXAMPLE_HOST)
+    return request_event(
+        source.name, sample.method, body, headers, sample.query, domain=EXAMPLE_HOST
+    )
 
 
 def write_events(out: Path, now: int) -> list[Path]:

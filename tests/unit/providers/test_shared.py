@@ -325,7 +325,9 @@ class TestEveryProvider:
             sample = handshake.sample(stored)
             headers, body = dict(sample.headers), sample.body
             if handshake.signed:
-                body, signature = p.sign_request(body, p.dev_secret, timestamp=NOW, delivery_id="hs")
+                body, signature = p.sign_request(
+                    body, p.dev_secret, timestamp=NOW, delivery_id="hs"
+                )
                 headers |= signature
                 p.verify(make_request(headers, body), stored.signing, NOW)
             req = make_request(headers, body, method=sample.method, query=dict(sample.query))

@@ -213,4 +213,3 @@ def match_public_keys(secrets: Sequence[str], verifies: Callable[[str], bool]) -
         if verifies(key):
             return index
     raise VerificationError("signature_invalid")
-
