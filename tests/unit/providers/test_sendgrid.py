@@ -84,6 +84,13 @@ def test_our_signature_verifies_with_the_sdk_and_theirs_rejects_what_we_reject()
     assert err.value.reason == "signature_invalid"
 
 
+def test_our_signatures_are_deterministic_so_events_are_reproducible() -> None:
+    secret = private_key_text(new_key())
+    first = scheme.sign(BODY, secret, timestamp=NOW, delivery_id="e1")
+    assert scheme.sign(BODY, secret, timestamp=NOW, delivery_id="e1") == first
+    assert scheme.sign(BODY + b" ", secret, timestamp=NOW, delivery_id="e1") != first
+
+
 def test_a_wrong_key_is_signature_invalid_and_rotation_finds_the_previous_key() -> None:
     signer, other = new_key(), new_key()
     headers = scheme.sign(BODY, private_key_text(signer), timestamp=NOW, delivery_id="e1")

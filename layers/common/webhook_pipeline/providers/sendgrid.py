@@ -246,11 +246,13 @@ class SendGrid(Provider):
     ) -> dict[str, str]:
         """The two SendGrid headers, signed with the private key ``secret`` (base64 DER PKCS#8).
 
-        ECDSA is randomised: two signatures of the same bytes differ, and both verify.
+        The nonce is derived from the key and the message (RFC 6979), so the same request is
+        signed the same way every time (``events/`` is reproducible); SendGrid's own
+        signatures are randomised, and both kinds verify alike.
         """
         ts = str(int(timestamp))
         signature = load_private_key(secret).sign(
-            ts.encode("ascii") + body, ec.ECDSA(hashes.SHA256())
+            ts.encode("ascii") + body, ec.ECDSA(hashes.SHA256(), deterministic_signing=True)
         )
         return {HEADER: base64.b64encode(signature).decode("ascii"), TIMESTAMP_HEADER: ts}
 
