@@ -26,6 +26,7 @@ import base64
 import binascii
 import functools
 from collections.abc import Sequence
+from typing import ClassVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -216,7 +217,7 @@ class StandardWebhooks(Provider):
     signature_header = "webhook-signature"
     timestamp_header = "webhook-timestamp"
     dev_secret = "whsec_" + base64.b64encode(b"dev-standard-webhooks-secret-32b").decode()
-    vectors = (
+    vectors: ClassVar[tuple[Vector, ...]] = (
         Vector(
             secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
             headers={
