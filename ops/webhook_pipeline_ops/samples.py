@@ -223,7 +223,8 @@ def recorded_ids(
         host=parts.netloc,
     )
     try:
-        verified = source.provider.verify(request, [secret], float(timestamp))
+        stored = source.provider.verification_secret(secret)  # the public key, if asymmetric
+        verified = source.provider.verify(request, [stored], float(timestamp))
         return tuple(e.delivery_id for e in read_events(source, request, verified))
     except IngestError:
         return ()
