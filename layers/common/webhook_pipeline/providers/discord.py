@@ -26,8 +26,11 @@ queue-first):
   its choices (callback type 8) and a modal (type 9) must be opened in the first response; type
   5 is not valid for autocomplete, so do not route autocomplete options to this endpoint. For
   components, type 5 posts a new message where type 6 would update the clicked one in place.
-- The answer must reach Discord within 3 seconds: a warm ingest answers in milliseconds, a cold
-  start must stay well under that (see ``bench/results`` for the cold start figures).
+- The answer must reach Discord within 3 seconds: a warm ingest answers in milliseconds, but a
+  cold start is not free. ``bench/results/cold_start.json`` measured the ingest function in a
+  Lambda container at 1.03 s median (1.65 s max) with shipped bytecode and 2.64 s median (4.18 s
+  max) without: deploy with bytecode, and expect an occasional "interaction failed" on a cold
+  start otherwise (provisioned concurrency removes it).
 - Discord does not retry interactions (third-party, UNVERIFIED), so a lost answer is a failed
   interaction for the user, never a duplicate; the done claim guards against a replayed
   request only.
