@@ -113,14 +113,19 @@ def handshake_event(source: ResolvedSource, handshake: Handshake, now: int) -> d
     development secret when the provider signs its challenges)."""
     secret = parse_secret(dev_secret_value(source))
     sample = handshake.sample(secret)
-    headers = dict(sample.headers)
+    headers, body = dict(sample.headers), sample.body
     if handshake.signed:
         url = f"https://{EXAMPLE_HOST}/webhooks/{source.name}"
-        headers |= source.provider.sign(
-            sample.body, secret.signing[0], timestamp=now, delivery_id=_fixed(source, "hs"), url=url
+        body, signature = source.provider.sign_request(
+            body,
+            source.provider.dev_secret,
+            timestamp=now,
+            delivery_id=_fixed(source, "hs"),
+            url=url,
         )
+        headers |= signature
     return request_event(
-        source.name, sample.method, sample.body, headers, sample.query, domain=EXAMPLE_HOST
+        source.name, sample.method, body, headers, sample.query, domain=EXAMPLE_HOST
     )
 
 

@@ -141,8 +141,25 @@ def sign(
     delivery_id: str,
     url: str = "",
 ) -> dict[str, str]:
-    """Signature headers of ``source``'s provider for ``body`` (``timestamp`` in Unix seconds)."""
+    """Signature headers of ``source``'s provider for ``body`` (``timestamp`` in Unix seconds);
+    see :func:`sign_request` for providers that carry the signature inside the body."""
     return source.provider.sign(body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
+
+
+def sign_request(
+    source: ResolvedSource,
+    body: bytes,
+    secret: str,
+    *,
+    timestamp: int,
+    delivery_id: str,
+    url: str = "",
+) -> tuple[bytes, dict[str, str]]:
+    """The body to send and the signature headers (``Provider.sign_request``): the body is
+    ``body`` unchanged except for providers whose signature is inside it (Mailgun)."""
+    return source.provider.sign_request(
+        body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url
+    )
 
 
 def signed_delivery(
@@ -178,13 +195,10 @@ def signed_delivery(
         default_body = body
     headers |= dict(extra_headers or {})
     key = secret if secret is not None else source.provider.dev_secret
-    # Providers that carry their credential or signed timestamp in the body put it there.
-    default_body = source.provider.sign_body(
-        default_body, key, timestamp=timestamp, delivery_id=delivery_id
-    )
-    headers |= sign(
+    default_body, signature = sign_request(
         source, default_body, key, timestamp=timestamp, delivery_id=delivery_id, url=url
     )
+    headers |= signature
     ids = recorded_ids(source, default_body, headers, key, timestamp, url) or (delivery_id,)
     return SampleDelivery(source.name, ids[0], default_body, headers, ids)
 
@@ -212,7 +226,8 @@ def recorded_ids(
         host=parts.netloc,
     )
     try:
-        verified = source.provider.verify(request, [secret], float(timestamp))
+        stored = source.provider.verification_secret(secret)  # the public key, if asymmetric
+        verified = source.provider.verify(request, [stored], float(timestamp))
         return tuple(e.delivery_id for e in read_events(source, request, verified))
     except IngestError:
         return ()

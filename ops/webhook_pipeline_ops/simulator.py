@@ -197,7 +197,7 @@ def plan(
     out_of_order : bool
         Swap each resource's events in pairs (the newer sent first).
     """
-    from webhook_pipeline_ops.samples import new_id, payload, recorded_ids, sign
+    from webhook_pipeline_ops.samples import new_id, payload, recorded_ids, sign_request
 
     rng = rng or random.Random()  # noqa: S311 - traffic shaping, not security
     base = base_time if base_time is not None else int(time.time()) - 3600
@@ -216,11 +216,13 @@ def plan(
             # The id the ingest will record: run the provider's verification on a signed copy.
             url = source_url(base_url, source.name)
             secret, now = source.provider.dev_secret, int(time.time())
-            sent = source.provider.sign_body(body, secret, timestamp=now, delivery_id=delivery_id)
-            probe = headers | sign(
-                source, sent, secret, timestamp=now, delivery_id=delivery_id, url=url
+            probe_body, signature = sign_request(
+                source, body, secret, timestamp=now, delivery_id=delivery_id, url=url
             )
-            delivery_id = (recorded_ids(source, sent, probe, secret, now, url) or (delivery_id,))[0]
+            probe = headers | signature
+            delivery_id = (
+                recorded_ids(source, probe_body, probe, secret, now, url) or (delivery_id,)
+            )[0]
             events.append(Planned(source, delivery_id, resource, sequence, None, body, headers))
         lists = list(per_resource.values())
         if out_of_order:
@@ -283,46 +285,33 @@ def source_url(base_url: str, source: str) -> str:
     return f"{base_url.rstrip('/')}/webhooks/{source}"
 
 
-def signed_request(
+def signed_headers(planned: Planned, secret: str, attempt: int, url: str = "") -> dict[str, str]:
+    """Headers of one attempt: provider headers + a fresh signature (and Slack's retry hints)."""
+    return signed_attempt(planned, secret, attempt, url)[1]
+
+
+def signed_attempt(
     planned: Planned, secret: str, attempt: int, url: str = ""
 ) -> tuple[bytes, dict[str, str]]:
-    """Body and headers of one attempt: the planned body (with the credential or timestamp a
-    provider carries in the body, :meth:`Provider.sign_body`), provider headers and a fresh
-    signature (and Slack's retry hints)."""
-    now = int(time.time())
-    body = planned.source.provider.sign_body(
-        planned.body, secret, timestamp=now, delivery_id=planned.delivery_id
-    )
-    return body, signed_headers(planned, secret, attempt, url, body=body, now=now)
-
-
-def signed_headers(
-    planned: Planned,
-    secret: str,
-    attempt: int,
-    url: str = "",
-    *,
-    body: bytes | None = None,
-    now: int | None = None,
-) -> dict[str, str]:
-    """Headers of one attempt: provider headers + a fresh signature over ``body`` (default: the
-    planned body) at ``now`` (default: the current time), and Slack's retry hints."""
-    from webhook_pipeline_ops.samples import sign
+    """Body and headers of one attempt, freshly signed: the planned body (with a new signature
+    written in for providers that carry it inside the body, as Mailgun re-signs each attempt)
+    and the provider headers + the signature (and Slack's retry hints)."""
+    from webhook_pipeline_ops.samples import sign_request
 
     headers = dict(planned.headers)
     provider = planned.source.provider.name
     headers.setdefault("user-agent", f"webhook-pipeline-simulator ({provider})")
     if attempt and provider == "slack":
         headers |= {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_timeout"}
-    headers |= sign(
+    body, signature = sign_request(
         planned.source,
-        planned.body if body is None else body,
+        planned.body,
         secret,
-        timestamp=int(time.time()) if now is None else now,
+        timestamp=int(time.time()),
         delivery_id=planned.delivery_id,
         url=url,
     )
-    return headers
+    return body, headers | signature
 
 
 def no_answer_reason(exc: BaseException) -> str:
@@ -372,7 +361,7 @@ def deliver(
     outcome = SendResult(planned)
     url = source_url(base_url, planned.source.name)
     for attempt in range(retries + 1):
-        body, headers = signed_request(planned, secret, attempt, url)
+        body, headers = signed_attempt(planned, secret, attempt, url)
         status, resp_headers, text, ms, error = post(url, body, headers, timeout)
         outcome.attempts.append(Attempt(status, ms, text, error))
         if status is not None and status < 500:

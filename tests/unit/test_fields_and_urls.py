@@ -1,4 +1,5 @@
-"""Composite body fields, and the URL a sender signed."""
+"""Composite body fields, constant fields, the declared body format a provider reads, and the URL a
+sender signed."""
 
 from __future__ import annotations
 
@@ -24,6 +25,55 @@ def test_several_body_paths_make_one_value_joined_with_colons() -> None:
 def test_a_composite_value_is_absent_when_any_part_is(missing: object) -> None:
     location = FieldLocation(body=["a", "b"])
     assert read(location, {"a": "1", "b": missing}) is None
+
+
+def test_a_constant_is_the_same_for_every_delivery_and_counts_as_signed() -> None:
+    from webhook_pipeline.sources import Source, resolve
+
+    location = FieldLocation(value="bot")
+    assert read(location, {"update_id": 1}) == read(location, None) == "bot"
+    assert location.describe() == "value bot"
+    with pytest.raises(ValueError, match="exactly one"):
+        FieldLocation(value="bot", body="x")
+    # Nothing is read from the request, so the source does not warn about it.
+    source = resolve(
+        Source.model_validate(
+            {
+                "name": "gh",
+                "provider": "github",
+                "resource_key": {"value": "repo"},
+                "sequence": {"header": "x-github-delivery"},
+            }
+        )
+    )
+    assert source.resource_key == location.model_copy(update={"value": "repo"})
+    assert "resource_key" not in source.unsigned and "sequence" in source.unsigned
+
+
+def test_a_provider_reads_the_body_format_its_source_declares() -> None:
+    from webhook_pipeline.errors import ConfigurationError
+    from webhook_pipeline.sources import Source, resolve
+
+    assert resolve(Source(name="s", provider="slack")).provider.body_format == "json"
+    source = resolve(Source(name="s", provider="slack", body_format="form"))
+    assert source.provider.body_format == source.body_format == "form"
+
+    class JsonOnly(type(source.provider)):  # type: ignore[misc]
+        body_formats = frozenset({"json"})
+
+    provider = JsonOnly()
+    with pytest.raises(ConfigurationError, match="cannot verify a 'form' body"):
+        provider.use_body_format("form")
+    provider.use_body_format(None)
+    assert provider.body_format == "json"
+
+
+def test_sign_request_is_the_body_unchanged_and_the_sign_headers_by_default() -> None:
+    from webhook_pipeline.providers import provider_class
+
+    slack = provider_class("slack")()
+    body, headers = slack.sign_request(b"{}", "k", timestamp=1, delivery_id="d")
+    assert body == b"{}" and headers == slack.sign(b"{}", "k", timestamp=1, delivery_id="d")
 
 
 def request(

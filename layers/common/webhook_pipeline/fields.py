@@ -4,7 +4,7 @@
   ``form``, ``raw``), never as the unsigned ``Content-Type`` says; a body that does not parse as
   declared is 400 ``body_not_json`` / ``body_not_form``.
 - A field is read from one :class:`FieldLocation`: a header, a dotted body path, the body's
-  digest, or the delivery id the signature covered (``signed = "id"``).
+  digest, the delivery id the signature covered (``signed = "id"``), or a constant (``value``).
 - A batched body (many events in one POST) is split into its events with each event's exact
   bytes (:func:`json_array_items`), so an event's body hash and the body a hook gets are the
   sender's own bytes, not a re-serialisation.
@@ -34,7 +34,7 @@ _WHITESPACE = " \t\n\r"
 
 
 class FieldLocation(BaseModel):
-    """Where one value of a delivery is read from: exactly one of the four ways.
+    """Where one value of a delivery is read from: exactly one of the five ways.
 
     Attributes
     ----------
@@ -49,6 +49,10 @@ class FieldLocation(BaseModel):
         that give no delivery id at all.
     signed : Literal["id"] | None
         The delivery id the signature covered (:attr:`Verified.delivery_id`).
+    value : str | None
+        A constant, the same for every delivery of the source: a resource key when the whole
+        source is one ordered stream (a Telegram bot, whose ``update_id`` orders all its
+        updates). Nothing is read from the request, so nothing can be forged.
     format : Literal["int", "iso8601", "string"]
         How the value is read: ``int`` (plain integer), ``iso8601`` (converted to integer
         microseconds since the epoch), ``string`` (ids and event types).
@@ -60,19 +64,20 @@ class FieldLocation(BaseModel):
     body: str | list[str] | None = None
     digest: Literal["sha256"] | None = None
     signed: Literal["id"] | None = None
+    value: str | None = None
     format: Literal["int", "iso8601", "string"] = "string"
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FieldLocation:
-        given = [x for x in (self.header, self.body, self.digest, self.signed) if x]
+        given = [x for x in (self.header, self.body, self.digest, self.signed, self.value) if x]
         if len(given) != 1:
-            raise ValueError("give exactly one of header, body, digest, signed")
+            raise ValueError("give exactly one of header, body, digest, signed, value")
         return self
 
     def describe(self) -> str:
         """``header X-GitHub-Delivery``, ``body data.object.id``, ``digest sha256``,
-        ``signed id``."""
-        for kind in ("header", "body", "digest", "signed"):
+        ``signed id``, ``value bot``."""
+        for kind in ("header", "body", "digest", "signed", "value"):
             value = getattr(self, kind)
             if value:
                 return f"{kind} {'+'.join(value) if isinstance(value, list) else value}"
@@ -271,6 +276,8 @@ def read_value(
         return hashlib.sha256(raw).hexdigest()
     if location.signed:
         raw_value = signed_id
+    elif location.value:
+        raw_value = location.value
     elif location.header:
         raw_value = headers.get(location.header.lower())
     elif isinstance(location.body, list):

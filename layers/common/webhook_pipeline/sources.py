@@ -181,6 +181,7 @@ def resolve(source: Source) -> ResolvedSource:
     """
     where = f"source {source.name!r}"
     provider = provider_class(source.provider)(source.options, source.tolerance_seconds)
+    provider.use_body_format(source.body_format)
     defaults = provider.field_defaults()
     delivery_id = _delivery_id(source, provider, defaults.delivery_id)
     event_type = source.event_type or defaults.event_type
@@ -188,7 +189,7 @@ def resolve(source: Source) -> ResolvedSource:
     sequence = source.sequence or defaults.sequence
     if (resource_key is None) != (sequence is None):
         raise ConfigurationError(f"{where}: resource_key and sequence go together")
-    body_format = source.body_format or defaults.body_format
+    body_format = provider.body_format
     locations = {
         "delivery_id": delivery_id,
         "event_type": event_type,
@@ -247,7 +248,7 @@ def _delivery_id(
 
 def _covered(location: FieldLocation, provider: Provider) -> bool:
     """Whether the signature covers a value read from ``location`` (statically)."""
-    if location.signed:
+    if location.signed or location.value:
         return True
     if location.body or location.digest:
         return provider.signs.body

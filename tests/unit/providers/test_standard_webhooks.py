@@ -277,3 +277,110 @@ class TestSecrets:
         assert scheme.verify(request(headers()), [OTHER_SECRET, SECRET], TS).secret_index == 1
         with pytest.raises(VerificationError):
             scheme.verify(request(headers()), [OTHER_SECRET], TS)
+
+
+class TestAsymmetricV1a:
+    """``v1a`` (Ed25519, ``whsk_``/``whpk_``): the reference Go library's published vector,
+    signatures cross-checked both ways with PyNaCl (the Python library has no ``v1a``)."""
+
+    GO_SEED = base64.b64decode("VEVTVFNJR05JTkdLRVlET05PVFVTRVRISVNGT1JBTlk=")
+    GO_SIGNATURE = (
+        "v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBRdM5"
+        "WqyeFiL8Ag=="
+    )
+    WHSK = "whsk_" + base64.b64encode(bytes(range(32))).decode()
+    WHPK = "whpk_A6EHv/POEL4dcN0Y50vAmWfk1jCbpQ1fHdyGZBJVMbg="
+
+    def test_the_go_librarys_published_vector_verifies(self) -> None:
+        from nacl.signing import SigningKey
+
+        public = "whpk_" + base64.b64encode(SigningKey(self.GO_SEED).verify_key.encode()).decode()
+        assert public == "whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g="
+        req = request(headers(signature=self.GO_SIGNATURE))
+        assert scheme.verify(req, [public], TS).delivery_id == MSG_ID
+        whsk = "whsk_" + base64.b64encode(self.GO_SEED).decode()
+        assert (
+            scheme.sign(BODY, whsk, timestamp=TS, delivery_id=MSG_ID)["webhook-signature"]
+            == self.GO_SIGNATURE
+        )
+        assert scheme.verification_secret(whsk) == public
+
+    def test_pynacl_signatures_verify_with_ours_and_ours_with_pynacl(self) -> None:
+        from nacl.signing import SigningKey, VerifyKey
+
+        content = f"{MSG_ID}.{TS}.".encode() + BODY
+        theirs = SigningKey(bytes(range(32))).sign(content).signature
+        req = request(headers(signature="v1a," + base64.b64encode(theirs).decode()))
+        assert scheme.verify(req, [self.WHPK], TS).secret_index == 0
+        ours = scheme.sign(BODY, self.WHSK, timestamp=TS, delivery_id=MSG_ID)
+        raw = base64.b64decode(ours["webhook-signature"].removeprefix("v1a,"))
+        VerifyKey(base64.b64decode(self.WHPK[5:])).verify(content, raw)  # raises if invalid
+        assert scheme.verification_secret(self.WHSK) == self.WHPK
+
+    def test_the_python_library_has_no_v1a(self) -> None:
+        # Which is why the cross-check is PyNaCl: standardwebhooks ignores v1a entries.
+        signed = scheme.sign(BODY, self.WHSK, timestamp=TS, delivery_id=MSG_ID)
+        assert not sdk_accepts(BODY, signed)
+
+    def test_a_tampered_body_or_another_key_is_invalid(self) -> None:
+        hdrs = scheme.sign(BODY, self.WHSK, timestamp=TS, delivery_id=MSG_ID)
+        other = "whpk_" + base64.b64encode(bytes(32)).decode()
+        for body, keys in ((BODY + b" ", [self.WHPK]), (BODY, [other])):
+            with pytest.raises(VerificationError) as err:
+                scheme.verify(request(hdrs, body), keys, TS)
+            assert err.value.reason == "signature_invalid"
+
+    def test_the_stored_key_decides_the_scheme_never_the_request(self) -> None:
+        # A public key never accepts a v1 HMAC; a whsec_ secret never an Ed25519 v1a.
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(headers()), [self.WHPK], TS)
+        assert err.value.reason == "signature_malformed"
+        v1a = scheme.sign(BODY, self.WHSK, timestamp=TS, delivery_id=MSG_ID)
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(v1a), [SECRET], TS)
+        assert err.value.reason == "signature_malformed"
+
+    def test_rotation_from_symmetric_to_asymmetric(self) -> None:
+        v1a = scheme.sign(BODY, self.WHSK, timestamp=TS, delivery_id=MSG_ID)
+        assert scheme.verify(request(v1a), [SECRET, self.WHPK], TS).secret_index == 1
+        both = f"{SIGNATURE} {v1a['webhook-signature']}"
+        assert (
+            scheme.verify(request(headers(signature=both)), [self.WHPK, SECRET], TS).secret_index
+            == 0
+        )
+        assert (
+            scheme.verify(
+                request(headers(signature=SIGNATURE)), [self.WHPK, SECRET], TS
+            ).secret_index
+            == 1
+        )
+
+    def test_freshness_applies_to_v1a(self) -> None:
+        for ts, reason in ((TS - 301, "timestamp_stale"), (TS + 301, "timestamp_future")):
+            hdrs = scheme.sign(BODY, self.WHSK, timestamp=ts, delivery_id=MSG_ID)
+            with pytest.raises(TimestampError) as err:
+                scheme.verify(request(hdrs), [self.WHPK], TS)
+            assert err.value.reason == reason
+
+    @pytest.mark.parametrize(
+        ("stored", "problem"),
+        [
+            ("whsk_" + base64.b64encode(bytes(range(32))).decode(), "store its whpk_"),
+            ("whpk_" + base64.b64encode(bytes(31)).decode(), "32-byte"),
+            ("whpk_not base64", "32-byte"),
+        ],
+    )
+    def test_key_formats(self, stored: str, problem: str) -> None:
+        with pytest.raises(ConfigurationError, match=problem):
+            scheme.validate_secret(stored)
+        scheme.validate_secret(self.WHPK)
+
+    def test_a_64_byte_secret_key_must_carry_its_own_public_key(self) -> None:
+        from webhook_pipeline.providers.standard_webhooks import decode_secret_key
+
+        public = base64.b64decode(self.WHPK[5:])
+        good = "whsk_" + base64.b64encode(bytes(range(32)) + public).decode()
+        assert scheme.verification_secret(good) == self.WHPK
+        bad = "whsk_" + base64.b64encode(bytes(range(32)) + bytes(32)).decode()
+        with pytest.raises(ConfigurationError, match="public half"):
+            decode_secret_key(bad)

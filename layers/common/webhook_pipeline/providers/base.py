@@ -323,20 +323,25 @@ class Provider(ABC):
     #: where options choose them (generic HMAC).
     signature_header: str = ""
     timestamp_header: str | None = None
-    #: Where the credential is when it travels inside the body instead of a header (Google Ads
-    #: ``google_key``, Microsoft Graph ``value[].clientState``): a dotted body path, shown in the
-    #: docs; ``signature_header`` is then empty and :meth:`sign_body` puts the credential there.
+    #: Where the credential or signature is when it travels inside the body instead of a header
+    #: (Google Ads ``google_key``, Microsoft Graph ``value[].clientState``, Mailgun's
+    #: ``signature`` object): a dotted body path, shown in the docs; ``signature_header`` is then
+    #: empty and :meth:`sign_body` (or :meth:`sign_request`) puts it there.
     signature_field: ClassVar[str | None] = None
     #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
     timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"
     #: The signature covers the URL the sender called (``request.public_url``): a mismatch is
     #: logged with the URL reconstructed, so an operator can see a proxy rewrote it.
     signs_url: ClassVar[bool] = False
+    #: The body formats this scheme can verify (a source declaring another fails to load).
+    body_formats: ClassVar[frozenset[BodyFormat]] = frozenset({"json", "form", "raw"})
 
     def __init__(
         self, options: Mapping[str, Any] | None = None, tolerance_seconds: int | None = None
     ) -> None:
         self.options = dict(options or {})
+        #: The body format of the source (the provider's default until :meth:`use_body_format`).
+        self.body_format: BodyFormat = self.defaults.body_format
         unknown = sorted(set(self.options) - self.option_names)
         if unknown:
             raise ConfigurationError(
@@ -354,6 +359,25 @@ class Provider(ABC):
         self.tolerance_seconds = (
             tolerance_seconds if tolerance_seconds is not None else self.default_tolerance_seconds
         )
+
+    def use_body_format(self, body_format: BodyFormat | None) -> None:
+        """Adopt the body format the source declares (``None``: keep the provider's default).
+
+        A scheme whose signature is inside the body (Mailgun) reads it in this format, never in
+        the one the unsigned ``Content-Type`` names.
+
+        Raises
+        ------
+        ConfigurationError
+            The scheme cannot verify a body of that format (:attr:`body_formats`).
+        """
+        chosen = body_format or self.defaults.body_format
+        if chosen not in self.body_formats:
+            raise ConfigurationError(
+                f"provider {self.name!r} cannot verify a {chosen!r} body; "
+                f"declare one of {sorted(self.body_formats)}"
+            )
+        self.body_format = chosen
 
     # -- the scheme -------------------------------------------------------------------------
 
@@ -405,6 +429,26 @@ class Provider(ABC):
         :meth:`sign`, which then signs the returned bytes.
         """
         return body
+
+    def sign_request(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> tuple[bytes, dict[str, str]]:
+        """The body and the signature headers a sender of this provider sends for ``body``.
+
+        :meth:`sign_body` then :meth:`sign` on the bytes it returns. Providers whose whole
+        signature travels inside the body and needs more than :meth:`sign_body` (Mailgun) override
+        this and
+        return no signature header. Callers that sign for any provider (the simulator,
+        ``events/``, the shared tests) use this.
+
+        Returns
+        -------
+        tuple[bytes, dict[str, str]]
+            The bytes to send and the headers to add.
+        """
+        signed = self.sign_body(body, secret, timestamp=timestamp, delivery_id=delivery_id)
+        headers = self.sign(signed, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
+        return signed, headers
 
     def validate_secret(self, secret: str) -> None:
         """Check that ``secret`` (whitespace already stripped) is usable by this scheme.

@@ -179,3 +179,37 @@ def match_secrets(
         if matched:
             return index
     raise VerificationError("signature_invalid")
+
+
+def match_public_keys(secrets: Sequence[str], verifies: Callable[[str], bool]) -> int:
+    """Return the index of the first stored public key under which the signature verifies.
+
+    The asymmetric counterpart of :func:`match_secrets` (Ed25519, ECDSA): nothing is compared
+    by the caller, the signature library checks the signature against each key in turn.
+
+    Parameters
+    ----------
+    secrets : Sequence[str]
+        Stored public keys (current first, then the previous one), already validated.
+    verifies : Callable[[str], bool]
+        Whether the request's signature is valid under one stored key (``False`` for a
+        signature that does not verify; never raises for a bad signature).
+
+    Returns
+    -------
+    int
+        Index into ``secrets`` of the key that verified.
+
+    Raises
+    ------
+    ConfigurationError
+        No key at all, or an empty one.
+    VerificationError
+        ``signature_invalid`` when no key verifies the signature.
+    """
+    if not secrets or any(not s for s in secrets):
+        raise ConfigurationError("signature verification needs at least one non-empty key")
+    for index, key in enumerate(secrets):
+        if verifies(key):
+            return index
+    raise VerificationError("signature_invalid")

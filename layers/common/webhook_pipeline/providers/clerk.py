@@ -1,0 +1,96 @@
+"""Clerk: Standard Webhooks (``v1``, ``whsec_`` secret) under Svix's ``svix-*`` headers.
+
+Source: Clerk "Webhooks overview" and "Sync Clerk data to your app with webhooks"
+(clerk.com/docs/webhooks): Clerk delivers its webhooks through Svix; ``@clerk/backend``
+``verifyWebhook`` maps the ``svix-*`` headers to ``webhook-*`` and verifies with the
+``standardwebhooks`` library. Everything about the scheme is the Standard Webhooks provider's
+(:class:`~webhook_pipeline.providers.standard_webhooks.StandardWebhooks`): the signed ``svix-id``
+is the delivery id, and an unsigned ``webhook-id`` next to it is a ``signature_mismatch``.
+
+Ordering: Clerk events carry the whole object after the change (``data``) and a ``timestamp`` in
+**milliseconds**; the resource is ``data.id`` (``user_...``, ``sess_...``, ``org_...``).
+"""
+
+from __future__ import annotations
+
+import base64
+
+from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.providers.base import HOUR, Defaults, Sample, Signs
+from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.standard_webhooks import StandardWebhooks
+
+SVIX_VECTOR = next(v for v in StandardWebhooks.vectors if "svix-id" in v.headers)
+
+
+def as_svix(headers: dict[str, str]) -> dict[str, str]:
+    """``webhook-*`` headers renamed to the ``svix-*`` family Svix sends."""
+    return {k.replace("webhook-", "svix-", 1): v for k, v in headers.items()}
+
+
+@register
+class Clerk(StandardWebhooks):
+    """Clerk's webhooks: Standard Webhooks ``v1`` as Svix sends it (``svix-id``,
+    ``svix-timestamp``, ``svix-signature``)."""
+
+    name = "clerk"
+    title = "Clerk"
+    reference = (
+        "clerk.com/docs/webhooks (delivered by Svix); @clerk/backend verifyWebhook; "
+        "the Standard Webhooks provider"
+    )
+    signs = Signs(
+        id="svix-id header",
+        timestamp="svix-timestamp header, seconds",
+        note="id, timestamp and body are signed (Standard Webhooks v1 under svix-* headers)",
+    )
+    defaults = Defaults(
+        delivery_id=FieldLocation(signed="id"),
+        event_type=FieldLocation(body="type"),
+        resource_key=FieldLocation(body="data.id"),
+        sequence=FieldLocation(body="timestamp", format="int"),
+    )
+    retry_horizon_seconds = 28 * HOUR
+    retry_horizon_reference = (
+        "Svix's schedule, which Clerk uses: 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h "
+        "(about 27.6 h)"
+    )
+    signature_header = "svix-signature"
+    timestamp_header = "svix-timestamp"
+    dev_secret = "whsec_" + base64.b64encode(b"dev-clerk-webhook-signing-secret").decode()
+    vectors = (SVIX_VECTOR,)
+
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """``svix-id``, ``svix-timestamp`` and ``svix-signature: v1,<base64>``."""
+        return as_svix(
+            super().sign(body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
+        )
+
+    def sample(
+        self,
+        *,
+        delivery_id: str,
+        resource: str,
+        sequence: int,
+        event_type: str | None,
+        timestamp: int,
+    ) -> Sample:
+        user = {
+            "id": resource,
+            "object": "user",
+            "first_name": "Ada",
+            "email_addresses": [{"id": "idn_1", "email_address": "ada@example.com"}],
+            "created_at": sequence * 1000,
+            "updated_at": sequence * 1000,
+        }
+        return Sample.json(
+            {
+                "data": user,
+                "object": "event",
+                "type": event_type or "user.updated",
+                "timestamp": sequence * 1000,
+                "instance_id": "ins_123",
+            }
+        )

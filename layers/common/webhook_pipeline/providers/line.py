@@ -1,0 +1,178 @@
+"""LINE Messaging API: ``x-line-signature``, base64 HMAC-SHA256 of the body with the channel secret.
+
+Source of the scheme: LINE Developers "Receiving messages (webhook)" and "Verify webhook
+signature" (developers.line.biz/en/docs/messaging-api/receiving-messages/,
+.../verify-webhook-signature/) and the official SDK, ``line/line-bot-sdk-python``
+``linebot/v3/webhooks/..`` / ``linebot/v3/webhook.py`` (``SignatureValidator``), whose
+``tests/test_signature.py`` holds the published vector.
+
+What is signed: the body only (no timestamp header; events carry ``timestamp`` in
+milliseconds). One POST carries an ``events`` array; each event is its own delivery with its
+``webhookEventId`` (inside the signed body). Redelivered events (an opt-in of the channel) carry
+``deliveryContext.isRedelivery: true``: that flag changes between attempts and is left out of
+the duplicate body hash.
+
+The console's "Verify" button POSTs a signed body whose ``events`` is empty: it is a handshake
+here (:class:`LineVerify`), answered 200 without touching the gate, and counted.
+
+Ordering: none by default: events are a stream of messages, not states of one resource.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+
+from webhook_pipeline.errors import VerificationError
+from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.providers.base import (
+    DAY,
+    Answer,
+    Defaults,
+    Handshake,
+    HandshakeSample,
+    Provider,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
+)
+from webhook_pipeline.providers.crypto import (
+    decode_base64,
+    hmac_digest,
+    match_secrets,
+    signature_header,
+)
+from webhook_pipeline.providers.registry import register
+from webhook_pipeline.secrets import SourceSecret
+
+HEADER = "x-line-signature"
+
+
+class LineVerify(Handshake):
+    """The console's "Verify" request: a signed POST with ``"events": []``, answered 200.
+
+    Source: LINE Developers console, Messaging API settings, Webhook URL "Verify" (sends a
+    webhook with no events; recalled, UNVERIFIED in the docs).
+    """
+
+    name = "verify"
+    method = "POST"
+    signed = True
+
+    def matches(self, request: WebhookRequest) -> bool:
+        if b'"events"' not in request.body:
+            return False
+        try:
+            doc = json.loads(request.body)
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(doc, dict) and doc.get("events") == []
+
+    def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
+        return Answer(200, {"status": "verified"})
+
+    def sample(self, secret: SourceSecret) -> HandshakeSample:
+        body = {"destination": "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "events": []}
+        return HandshakeSample(
+            "POST",
+            json.dumps(body, separators=(",", ":")).encode(),
+            headers={"content-type": "application/json; charset=utf-8"},
+        )
+
+
+@register
+class Line(Provider):
+    """LINE's ``x-line-signature`` scheme.
+
+    Header shape: ``x-line-signature: <base64 of 32 bytes>``; signed bytes: the raw body;
+    HMAC-SHA256 keyed with the channel secret (UTF-8). No timestamp.
+    """
+
+    name = "line"
+    title = "LINE Messaging API"
+    reference = (
+        "developers.line.biz messaging-api verify-webhook-signature; "
+        "line/line-bot-sdk-python linebot/v3/webhook.py (SignatureValidator)"
+    )
+    signs = Signs(
+        id="per event webhookEventId, inside the signed body",
+        timestamp=None,
+        note="the body is signed; no timestamp header (events carry milliseconds in the body)",
+    )
+    defaults = Defaults(
+        delivery_id=FieldLocation(body="webhookEventId"),
+        event_type=FieldLocation(body="type"),
+    )
+    body_formats = frozenset({"json"})
+    batch_path = "events"
+    volatile_fields = ("deliveryContext.isRedelivery",)
+    retry_horizon_seconds = 1 * DAY
+    retry_horizon_reference = (
+        "redelivery is an opt-in of the channel and LINE publishes no window (UNVERIFIED); "
+        "1 day covers redeliveries after an outage of hours"
+    )
+    handshakes = (LineVerify(),)
+    signature_header = HEADER
+    dev_secret = "0123456789abcdef0123456789abcdef"
+    vectors = (
+        Vector(
+            secret="channel_secret",
+            headers={HEADER: "/gg9a+LvFevTH1sd7XCQycD7tsWclCsInj7MhBHxN7k="},
+            body=b"bodybodybodybody",
+            now=0,
+            origin="published",
+            reference="line/line-bot-sdk-python tests/test_signature.py",
+        ),
+    )
+
+    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
+        """Verify a LINE webhook POST (``now`` unused: nothing is timestamped).
+
+        Raises
+        ------
+        VerificationError
+            ``signature_missing``, ``signature_malformed`` (not padded base64 of 32 bytes),
+            ``signature_invalid``.
+        """
+        digest = decode_base64(signature_header(request, HEADER))
+        if digest is None or len(digest) != 32:
+            raise VerificationError("signature_malformed", f"{HEADER} is not base64 HMAC-SHA256")
+        index = match_secrets(
+            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), request.body), [digest]
+        )
+        return Verified(secret_index=index)
+
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """``x-line-signature: <base64>``; each event's id is in the body."""
+        digest = hmac_digest(secret.encode("utf-8"), body)
+        return {HEADER: base64.b64encode(digest).decode("ascii")}
+
+    def sample(
+        self,
+        *,
+        delivery_id: str,
+        resource: str,
+        sequence: int,
+        event_type: str | None,
+        timestamp: int,
+    ) -> Sample:
+        event = {
+            "type": event_type or "message",
+            "message": {"type": "text", "id": str(sequence), "quoteToken": "q1", "text": "hi"},
+            "webhookEventId": delivery_id,
+            "deliveryContext": {"isRedelivery": False},
+            "timestamp": timestamp * 1000,
+            "source": {"type": "user", "userId": f"U{resource}"},
+            "replyToken": "b60d432864f44d079f6d8efe86cf404b",
+            "mode": "active",
+        }
+        return Sample.json({"destination": "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "events": [event]})
+
+    def new_delivery_id(self, random_hex: str) -> str:
+        """A ULID-shaped id, as LINE's ``webhookEventId`` (26 upper-case characters)."""
+        return ("01" + random_hex.upper())[:26]
