@@ -196,16 +196,20 @@ def dev_secret(source: ResolvedSource, *, random: bool) -> tuple[str, str]:
 
     The provider's documented development value (the one the committed ``events/`` are signed
     with) unless ``random``; a random one keeps the provider's format (``whsec_`` + base64 for
-    Standard Webhooks...), and a handshake's verify token is random too.
+    Standard Webhooks...). For asymmetric providers (SendGrid, Discord, v1a) the signing secret
+    is the private key the simulator signs with and the stored value its public key; a
+    handshake's verify token is random too with ``random``.
     """
-    stored = source.provider.dev_secret_value()
-    parsed = parse_secret(stored)
+    provider = source.provider
+    stored = provider.dev_secret_value()
     if not random:
-        return parsed.signing[0], stored
-    signing = source.provider.random_secret(random_secrets.token_bytes(32))
-    if parsed.verify_token is None:
-        return signing, signing
-    return signing, json.dumps({"current": signing, "verify_token": random_secrets.token_hex(12)})
+        return provider.dev_secret, stored
+    signing = provider.random_secret(random_secrets.token_bytes(32))
+    verification = provider.verification_secret(signing)
+    if parse_secret(stored).verify_token is None:
+        return signing, verification
+    token = random_secrets.token_hex(12)
+    return signing, json.dumps({"current": verification, "verify_token": token})
 
 
 def seed_secrets(
