@@ -23,6 +23,22 @@ def _duration(seconds: int) -> str:
     return f"{seconds} s"
 
 
+def _body(p: Provider) -> str:
+    """``yes``, the signed fields when only some are, or **no**; plus what else admits it."""
+    signs = p.signs
+    if signs.body:
+        text = "yes"
+    elif signs.body_fields:
+        text = f"**{len(signs.body_fields)} fields of each event only**"
+    else:
+        text = "**no**"
+    if p.signs_url:
+        text += ", with the URL called"
+    if p.credential_parameter:
+        text += f" (a URL token `{p.credential_parameter}` admits it)"
+    return text
+
+
 def _row(cls: type[Provider]) -> list[str]:
     p = cls(dict(cls.example_options))
     signs = cls.signs
@@ -35,7 +51,7 @@ def _row(cls: type[Provider]) -> list[str]:
         cls.title,
         signs.id or "**not signed**",
         f"{signs.timestamp} ({tolerance})" if signs.timestamp else "**none**",
-        "yes" if signs.body else "**no**",
+        _body(p),
         "per event" if cls.batch_path is not None else "-",
         handshakes,
         _duration(cls.retry_horizon_seconds),

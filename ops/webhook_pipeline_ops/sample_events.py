@@ -116,14 +116,15 @@ def handshake_event(source: ResolvedSource, handshake: Handshake, now: int) -> d
     headers, body = dict(sample.headers), sample.body
     if handshake.signed:
         url = f"https://{EXAMPLE_HOST}/webhooks/{source.name}"
-        body, signature = source.provider.sign_request(
+        signed = source.provider.sign_request(
             body,
             source.provider.dev_secret,
             timestamp=now,
             delivery_id=_fixed(source, "hs"),
             url=url,
         )
-        headers |= signature
+        body = signed.body
+        headers |= signed.headers
     return request_event(
         source.name, sample.method, body, headers, sample.query, domain=EXAMPLE_HOST
     )

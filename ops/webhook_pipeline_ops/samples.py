@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from webhook_pipeline.errors import IngestError
 from webhook_pipeline.http import WebhookRequest
@@ -90,6 +91,12 @@ class SampleDelivery:
         Provider headers including the signature.
     delivery_ids : tuple[str, ...]
         Every delivery id the ingest function will read (several for a batched body).
+    query_string : str
+        The query string of the URL the sender calls, exactly (a credential some providers
+        carry there, Twilio's ``bodySHA256``); empty for most.
+    request_id : str
+        The API Gateway request id the event is given, when the source's delivery id is the
+        request's own (``delivery_id = { request = "id" }``); else derived from the id.
     """
 
     source: str
@@ -97,6 +104,8 @@ class SampleDelivery:
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
     delivery_ids: tuple[str, ...] = ()
+    query_string: str = ""
+    request_id: str = ""
 
 
 def _resolved(source: str | ResolvedSource) -> ResolvedSource:
@@ -142,24 +151,8 @@ def sign(
     url: str = "",
 ) -> dict[str, str]:
     """Signature headers of ``source``'s provider for ``body`` (``timestamp`` in Unix seconds);
-    see :func:`sign_request` for providers that carry the signature inside the body."""
+    ``Provider.sign_request`` also covers providers that carry it in the body or the URL."""
     return source.provider.sign(body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
-
-
-def sign_request(
-    source: ResolvedSource,
-    body: bytes,
-    secret: str,
-    *,
-    timestamp: int,
-    delivery_id: str,
-    url: str = "",
-) -> tuple[bytes, dict[str, str]]:
-    """The body to send and the signature headers (``Provider.sign_request``): the body is
-    ``body`` unchanged except for providers whose signature is inside it (Mailgun)."""
-    return source.provider.sign_request(
-        body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url
-    )
 
 
 def signed_delivery(
@@ -179,10 +172,13 @@ def signed_delivery(
 
     The delivery id is generated in the provider's style when not given; the ids the ingest
     function will read are found by running the provider's own verification and the ingest's
-    event reader on the signed request.
+    event reader on the signed request. ``url`` is the URL the sender calls (providers that
+    sign it sign this one); default ``https://localhost/webhooks/<source>``, what
+    :func:`http_api_event` sends to by default.
     """
     timestamp = timestamp if timestamp is not None else int(time.time())
     delivery_id = delivery_id or new_id(source)
+    url = url or f"https://{DEFAULT_DOMAIN}/webhooks/{source.name}"
     default_body, headers = payload(
         source,
         delivery_id=delivery_id,
@@ -195,12 +191,27 @@ def signed_delivery(
         default_body = body
     headers |= dict(extra_headers or {})
     key = secret if secret is not None else source.provider.dev_secret
-    default_body, signature = sign_request(
-        source, default_body, key, timestamp=timestamp, delivery_id=delivery_id, url=url
+    signed = source.provider.sign_request(
+        default_body, key, timestamp=timestamp, delivery_id=delivery_id, url=url
     )
-    headers |= signature
-    ids = recorded_ids(source, default_body, headers, key, timestamp, url) or (delivery_id,)
-    return SampleDelivery(source.name, ids[0], default_body, headers, ids)
+    headers |= signed.headers
+    request_id = (
+        uuid.uuid5(uuid.NAMESPACE_URL, f"{source.name}/{delivery_id}").hex
+        if source.delivery_id.request
+        else ""
+    )
+    ids = recorded_ids(
+        source, signed.body, headers, key, timestamp, signed.url, request_id=request_id
+    ) or (delivery_id,)
+    return SampleDelivery(
+        source.name,
+        ids[0],
+        signed.body,
+        headers,
+        ids,
+        query_string=urlsplit(signed.url).query,
+        request_id=request_id,
+    )
 
 
 def recorded_ids(
@@ -210,20 +221,24 @@ def recorded_ids(
     secret: str,
     timestamp: int,
     url: str = "",
+    *,
+    request_id: str = "",
 ) -> tuple[str, ...]:
-    """The delivery ids the ingest function reads from this request (empty when it would not
-    verify or carries no usable id)."""
-    from urllib.parse import urlsplit
-
+    """The delivery ids the ingest function reads from this request sent to ``url`` (empty when
+    it would not verify or carries no usable id); ``request_id`` is the API Gateway request id
+    it will have, for sources whose delivery id is the request's own."""
     parts = urlsplit(url)
     request = WebhookRequest(
         method="POST",
         source=source.name,
         headers={k.lower(): v for k, v in headers.items()},
         body=body,
+        query=dict(parse_qsl(parts.query, keep_blank_values=True)),
         path=parts.path,
         raw_query=parts.query,
         host=parts.netloc,
+        public_url=url,
+        request_id=request_id,
     )
     try:
         stored = source.provider.verification_secret(secret)  # the public key, if asymmetric
@@ -235,6 +250,8 @@ def recorded_ids(
 
 #: The domain name sample events claim to be sent to (URL-signing providers sign it).
 EXAMPLE_HOST = "webhooks.example.com"
+#: The domain name of :func:`http_api_event` unless told otherwise.
+DEFAULT_DOMAIN = "localhost"
 
 
 def http_api_event(
@@ -255,10 +272,13 @@ def http_api_event(
         "POST",
         delivery.body,
         delivery.headers,
+        dict(parse_qsl(delivery.query_string, keep_blank_values=True)) or None,
         request_key=delivery.delivery_id,
         base64_body=base64_body,
         time_epoch_ms=time_epoch_ms,
         domain=domain,
+        raw_query=delivery.query_string or None,
+        request_id=delivery.request_id or None,
     )
 
 
@@ -273,13 +293,19 @@ def request_event(
     base64_body: bool = False,
     time_epoch_ms: int | None = None,
     domain: str = "localhost",
+    raw_query: str | None = None,
+    request_id: str | None = None,
 ) -> dict[str, Any]:
     """An HTTP API (2.0) event of any method, query and body (a body that is not UTF-8 is sent
-    base64-encoded, as API Gateway does)."""
+    base64-encoded, as API Gateway does); ``raw_query`` is the query string exactly as sent
+    (default: ``query`` encoded), ``request_id`` the ``requestContext.requestId`` (default:
+    derived from the source and ``request_key``)."""
     from urllib.parse import urlencode
 
-    raw_query = urlencode(dict(query or {}))
+    raw_query = raw_query if raw_query is not None else urlencode(dict(query or {}))
     event = _http_api_envelope(method, source, request_key or raw_query or method, time_epoch_ms)
+    if request_id is not None:
+        event["requestContext"]["requestId"] = request_id
     event["requestContext"]["domainName"] = domain
     event["rawQueryString"] = raw_query
     if query:

@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from webhook_pipeline.providers.base import SignedRequest
 from webhook_pipeline.sources import ResolvedSource as Source
 
 DEFAULT_URL = "http://127.0.0.1:3000"
@@ -99,7 +100,7 @@ class Summary:
             body = o.final.body
             if status == 202:
                 finals["accepted_202"] += 1
-            elif status == 200 and '"duplicate"' in body:
+            elif status == 200 and _says_duplicate(o.planned, body):
                 finals["duplicate_200"] += 1
             elif status is not None and 200 <= status < 300:
                 finals["other_2xx"] += 1
@@ -160,6 +161,16 @@ class Summary:
         )
 
 
+def _says_duplicate(planned: Planned, body: str) -> bool:
+    """Whether a 200 answer is the pipeline's duplicate: its JSON says so, or the provider
+    expects a fixed acknowledgement (Adyen ``[accepted]``, Twilio's TwiML), which 200 is only for
+    a duplicate (a new delivery is 202)."""
+    ack = planned.source.provider.acknowledgement(200, {"status": "duplicate"})
+    if ack.content_type == "application/json":
+        return '"duplicate"' in body
+    return body == ack.text()
+
+
 def percentile(sorted_values: Sequence[float], pct: float) -> float:
     """Nearest-rank percentile of already sorted values (0.0 when empty)."""
     if not sorted_values:
@@ -197,7 +208,7 @@ def plan(
     out_of_order : bool
         Swap each resource's events in pairs (the newer sent first).
     """
-    from webhook_pipeline_ops.samples import new_id, payload, recorded_ids, sign_request
+    from webhook_pipeline_ops.samples import new_id, payload, recorded_ids
 
     rng = rng or random.Random()  # noqa: S311 - traffic shaping, not security
     base = base_time if base_time is not None else int(time.time()) - 3600
@@ -216,13 +227,12 @@ def plan(
             # The id the ingest will record: run the provider's verification on a signed copy.
             url = source_url(base_url, source.name)
             secret, now = source.provider.dev_secret, int(time.time())
-            probe_body, signature = sign_request(
-                source, body, secret, timestamp=now, delivery_id=delivery_id, url=url
+            signed = source.provider.sign_request(
+                body, secret, timestamp=now, delivery_id=delivery_id, url=url
             )
-            probe = headers | signature
-            delivery_id = (
-                recorded_ids(source, probe_body, probe, secret, now, url) or (delivery_id,)
-            )[0]
+            probe = headers | signed.headers
+            ids = recorded_ids(source, signed.body, probe, secret, now, signed.url)
+            delivery_id = (ids or (delivery_id,))[0]
             events.append(Planned(source, delivery_id, resource, sequence, None, body, headers))
         lists = list(per_resource.values())
         if out_of_order:
@@ -285,33 +295,23 @@ def source_url(base_url: str, source: str) -> str:
     return f"{base_url.rstrip('/')}/webhooks/{source}"
 
 
-def signed_headers(planned: Planned, secret: str, attempt: int, url: str = "") -> dict[str, str]:
-    """Headers of one attempt: provider headers + a fresh signature (and Slack's retry hints)."""
-    return signed_attempt(planned, secret, attempt, url)[1]
-
-
-def signed_attempt(
-    planned: Planned, secret: str, attempt: int, url: str = ""
-) -> tuple[bytes, dict[str, str]]:
-    """Body and headers of one attempt, freshly signed: the planned body (with a new signature
-    written in for providers that carry it inside the body, as Mailgun re-signs each attempt)
-    and the provider headers + the signature (and Slack's retry hints)."""
-    from webhook_pipeline_ops.samples import sign_request
-
+def signed_request(planned: Planned, secret: str, attempt: int, url: str = "") -> SignedRequest:
+    """One attempt as the provider sends it: provider headers + a fresh signature (and Slack's
+    retry hints), the body (with a signature inside for providers that carry it there) and
+    the URL (with a credential in it for providers that carry it there)."""
     headers = dict(planned.headers)
     provider = planned.source.provider.name
     headers.setdefault("user-agent", f"webhook-pipeline-simulator ({provider})")
     if attempt and provider == "slack":
         headers |= {"X-Slack-Retry-Num": str(attempt), "X-Slack-Retry-Reason": "http_timeout"}
-    body, signature = sign_request(
-        planned.source,
+    signed = planned.source.provider.sign_request(
         planned.body,
         secret,
         timestamp=int(time.time()),
         delivery_id=planned.delivery_id,
         url=url,
     )
-    return body, headers | signature
+    return SignedRequest(headers | signed.headers, signed.body, signed.url or url)
 
 
 def no_answer_reason(exc: BaseException) -> str:
@@ -361,8 +361,8 @@ def deliver(
     outcome = SendResult(planned)
     url = source_url(base_url, planned.source.name)
     for attempt in range(retries + 1):
-        body, headers = signed_attempt(planned, secret, attempt, url)
-        status, resp_headers, text, ms, error = post(url, body, headers, timeout)
+        sent = signed_request(planned, secret, attempt, url)
+        status, resp_headers, text, ms, error = post(sent.url, sent.body, sent.headers, timeout)
         outcome.attempts.append(Attempt(status, ms, text, error))
         if status is not None and status < 500:
             break

@@ -330,7 +330,7 @@ def test_simulator_mixed_traffic_every_unique_delivery_recorded_once(
         rng=random.Random(7),
     )
     # When the simulator sends them (sequentially: duplicates arrive after their originals)
-    summary = send_all(
+    result = send_all(
         planned,
         base_url=local_stack.api_url,
         secrets=local_stack.secrets,
@@ -338,25 +338,53 @@ def test_simulator_mixed_traffic_every_unique_delivery_recorded_once(
         concurrency=1,
         timeout=10,
         retries=2,
-    ).as_dict()
-    # Then each unique delivery got 202, each duplicate 200, nothing else; providers whose
-    # acknowledgement is a fixed answer (Discord's deferred 200 {"type": 5}) get it for both
-    uniques = {(p.source.name, p.delivery_id) for p in planned}
-    assert len(uniques) == 4 * len(sources)
+    )
+    summary = result.as_dict()
+    # Then each unique delivery got 202, each duplicate 200, nothing else. Providers whose
+    # acknowledgement is a fixed answer (Discord's deferred 200 {"type": 5}) get it for both; a
+    # sender with no delivery identity at all (Mollie: the id is the request's) makes every
+    # request its own delivery, its resends included.
     fixed = {
         name
         for name, source in sources.items()
         if source.provider.acknowledgement(202, {"status": "accepted"}).status != 202
     }
-    assert summary["accepted_202"] == len({u for u in uniques if u[0] not in fixed})
+    per_request = [o for o in result.outcomes if o.planned.source.delivery_id.request]
+    # (each request that was not answered as its kind expects, named, before the counts)
+    unexpected = [
+        (o.planned.source.name, o.planned.delivery_id, o.planned.duplicate, o.final.status,
+         o.final.error, o.final.body[:160])
+        for o in result.outcomes
+        if o.final.status != (
+            200 if o.planned.duplicate and not o.planned.source.delivery_id.request else 202
+        ) and o.planned.source.name not in fixed
+    ]  # fmt: skip
+    assert unexpected == []
+    assert {o.planned.source.name for o in per_request} == {
+        name for name, s in sources.items() if s.delivery_id.request
+    }
+    uniques = {(p.source.name, p.delivery_id) for p in planned if not p.source.delivery_id.request}
+    identified = len(sources) - len({o.planned.source.name for o in per_request})
+    assert len(uniques) == 4 * identified
     fixed_sent = [p for p in planned if p.source.name in fixed]
+    assert summary["accepted_202"] == len({u for u in uniques if u[0] not in fixed}) + len(
+        per_request
+    )
     assert summary["other_2xx"] == len(fixed_sent)
-    assert summary["duplicates_sent"] == round(len(uniques) * 0.25)
-    assert summary["duplicate_200"] == summary["duplicates_sent"] - sum(
-        1 for p in fixed_sent if p.duplicate
+    assert summary["duplicates_sent"] == round(4 * len(sources) * 0.25)
+    assert summary["duplicate_200"] == sum(
+        1
+        for p in planned
+        if p.duplicate and not p.source.delivery_id.request and p.source.name not in fixed
     )
     assert summary["client_4xx"] == summary["server_5xx"] == summary["no_answer"] == 0
     # And every unique delivery is recorded once, as applied or stale (out of order), never lost
     outcomes = {key: recorded(local_stack, *key)["outcome"] for key in sorted(uniques)}
+    for o in per_request:  # recorded under the request id its answer named
+        name = o.planned.source.name
+        outcomes[(name, json.loads(o.final.body)["delivery_id"])] = recorded(
+            local_stack, name, json.loads(o.final.body)["delivery_id"]
+        )["outcome"]
+    assert len(outcomes) == len(uniques) + len(per_request)
     assert set(outcomes.values()) <= {"applied", "stale"}
     assert "applied" in outcomes.values()

@@ -38,7 +38,10 @@ def make_ingest(
 
 @pytest.fixture
 def ingest(make_ingest: Callable[..., IngestHarness]) -> IngestHarness:
-    return make_ingest()
+    """The ingest function serving what the local stack serves: ``sources.toml`` and, as
+    ``SOURCES_CATALOGUE`` does there, every other provider under its own name (the sources of
+    :func:`webhook_pipeline_ops.samples.example_sources`)."""
+    return make_ingest(SOURCES_CATALOGUE="true")
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ def test_new_delivery_of_every_source_is_accepted_and_enqueued(make_ingest, sour
     )
     expected = provider.acknowledgement(202, ours)
     assert (response["statusCode"], response["body"]) == (expected.status, expected.text())
+    assert response["headers"]["content-type"] == expected.content_type
     # And exactly one envelope per delivery on the queue
     envelopes = ingest.envelopes()
     assert [e["delivery_id"] for e in envelopes] == list(delivery.delivery_ids)

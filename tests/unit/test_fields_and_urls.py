@@ -72,8 +72,9 @@ def test_sign_request_is_the_body_unchanged_and_the_sign_headers_by_default() ->
     from webhook_pipeline.providers import provider_class
 
     slack = provider_class("slack")()
-    body, headers = slack.sign_request(b"{}", "k", timestamp=1, delivery_id="d")
-    assert body == b"{}" and headers == slack.sign(b"{}", "k", timestamp=1, delivery_id="d")
+    sent = slack.sign_request(b"{}", "k", timestamp=1, delivery_id="d", url="https://a/x")
+    assert sent.body == b"{}" and sent.url == "https://a/x"
+    assert sent.headers == slack.sign(b"{}", "k", timestamp=1, delivery_id="d")
 
 
 def request(
@@ -94,3 +95,28 @@ def test_public_url_prefers_the_source_then_the_base_then_the_request() -> None:
     # A source URL with a query of its own is taken exactly as configured.
     assert public_url(req, "https://p.example/tw?a=1", None) == "https://p.example/tw?a=1"
     assert public_url(request(), None, None) == "https://x.example/webhooks/twilio"
+
+
+def test_a_request_id_location_reads_api_gateways_request_id() -> None:
+    location = FieldLocation(request="id")
+    assert location.describe() == "request id"
+    got = read_value(location, headers={}, document=None, raw=b"", signed_id=None, request_id="r1")
+    assert got == "r1"
+    assert read(location, {"id": "x"}) is None  # no request id given: absent
+    with pytest.raises(ValueError, match="exactly one"):
+        FieldLocation(request="id", header="x")
+
+
+def test_fields_a_provider_signs_inside_an_unsigned_body_count_as_signed() -> None:
+    from webhook_pipeline.providers import provider_class
+    from webhook_pipeline.sources import _covered
+
+    adyen = provider_class("adyen")()
+    signed = FieldLocation(body=["NotificationRequestItem.pspReference"])
+    assert _covered(signed, adyen)
+    assert _covered(FieldLocation(body="NotificationRequestItem.eventCode"), adyen)
+    assert not _covered(FieldLocation(body="NotificationRequestItem.eventDate"), adyen)
+    mixed = FieldLocation(body=["NotificationRequestItem.pspReference", "live"])
+    assert not _covered(mixed, adyen)
+    assert not _covered(FieldLocation(digest="sha256"), adyen)  # the bytes are not signed
+    assert not _covered(FieldLocation(request="id"), adyen)

@@ -53,6 +53,11 @@ class FieldLocation(BaseModel):
         A constant, the same for every delivery of the source: a resource key when the whole
         source is one ordered stream (a Telegram bot, whose ``update_id`` orders all its
         updates). Nothing is read from the request, so nothing can be forged.
+    request : Literal["id"] | None
+        The id API Gateway gave the HTTP request (``requestContext.requestId``): unique per
+        request, so no retry is ever a duplicate. For senders that give no delivery identity
+        at all and whose every request must reach the hook (Mollie announces each status
+        change of a payment with the same body ``id=tr_...``). Never signed.
     format : Literal["int", "iso8601", "string"]
         How the value is read: ``int`` (plain integer), ``iso8601`` (converted to integer
         microseconds since the epoch), ``string`` (ids and event types).
@@ -65,19 +70,20 @@ class FieldLocation(BaseModel):
     digest: Literal["sha256"] | None = None
     signed: Literal["id"] | None = None
     value: str | None = None
+    request: Literal["id"] | None = None
     format: Literal["int", "iso8601", "string"] = "string"
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FieldLocation:
-        given = [x for x in (self.header, self.body, self.digest, self.signed, self.value) if x]
-        if len(given) != 1:
-            raise ValueError("give exactly one of header, body, digest, signed, value")
+        kinds = (self.header, self.body, self.digest, self.signed, self.value, self.request)
+        if len([x for x in kinds if x]) != 1:
+            raise ValueError("give exactly one of header, body, digest, signed, value, request")
         return self
 
     def describe(self) -> str:
         """``header X-GitHub-Delivery``, ``body data.object.id``, ``digest sha256``,
-        ``signed id``, ``value bot``."""
-        for kind in ("header", "body", "digest", "signed", "value"):
+        ``signed id``, ``value bot``, ``request id``."""
+        for kind in ("header", "body", "digest", "signed", "value", "request"):
             value = getattr(self, kind)
             if value:
                 return f"{kind} {'+'.join(value) if isinstance(value, list) else value}"
@@ -243,6 +249,7 @@ def read_value(
     document: Any,
     raw: bytes,
     signed_id: str | None,
+    request_id: str | None = None,
 ) -> str | int | None:
     """Read one value.
 
@@ -258,6 +265,8 @@ def read_value(
         The event's exact bytes (for ``digest``).
     signed_id : str | None
         The delivery id the signature covered.
+    request_id : str | None
+        The id API Gateway gave the request (for ``request = "id"``).
 
     Returns
     -------
@@ -278,6 +287,8 @@ def read_value(
         raw_value = signed_id
     elif location.value:
         raw_value = location.value
+    elif location.request:
+        raw_value = request_id
     elif location.header:
         raw_value = headers.get(location.header.lower())
     elif isinstance(location.body, list):

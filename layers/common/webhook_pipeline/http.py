@@ -49,6 +49,9 @@ class WebhookRequest:
         The URL the sender called, as it signed it (for providers that sign the URL: Twilio,
         Square, HubSpot). Set by the ingest use case from the source's ``public_url``, the
         deployment's ``PUBLIC_BASE_URL`` or the request itself (:func:`public_url`).
+    request_id : str
+        The id API Gateway gave this HTTP request (``requestContext.requestId``): unique per
+        request, so a sender's retry has another one (for senders that give no delivery id).
     """
 
     method: str
@@ -60,6 +63,7 @@ class WebhookRequest:
     raw_query: str = ""
     host: str = ""
     public_url: str = ""
+    request_id: str = ""
 
     def header(self, name: str) -> str | None:
         """Return the header ``name`` (any case) or ``None`` when absent."""
@@ -148,6 +152,7 @@ def request_from_event(event: Mapping[str, Any]) -> WebhookRequest:
         path=path,
         raw_query=raw_query,
         host=headers.get("host") or str(domain or ""),
+        request_id=str((raw.get("requestContext") or {}).get("requestId") or ""),
     )
 
 

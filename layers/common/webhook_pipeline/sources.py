@@ -251,7 +251,10 @@ def _covered(location: FieldLocation, provider: Provider) -> bool:
     if location.signed or location.value:
         return True
     if location.body or location.digest:
-        return provider.signs.body
+        if provider.signs.body:
+            return True
+        paths = location.body if isinstance(location.body, list) else [location.body]
+        return location.digest is None and all(p in provider.signs.body_fields for p in paths)
     header = location.header
     return header is not None and header.lower() in provider.signed_header_names()
 

@@ -27,3 +27,29 @@ class TestDecoders:
 
     def test_decode_base64_accepts_padded_standard_alphabet(self) -> None:
         assert decode_base64("YWI+/w==") == b"ab>\xff"
+
+
+class TestMatchSecretsAny:
+    """One secret may have produced one of several digests (URL variants)."""
+
+    def test_any_digest_of_a_secret_matches_and_the_current_secret_wins(self) -> None:
+        from webhook_pipeline.providers.crypto import hmac_digest, match_secrets_any
+
+        def digests(secret: str) -> list[bytes]:
+            return [hmac_digest(secret.encode(), m) for m in (b"https://a/x", b"https://a:443/x")]
+
+        with_port = hmac_digest(b"old", b"https://a:443/x")
+        assert match_secrets_any(["new", "old"], digests, [with_port]) == 1
+        assert match_secrets_any(["old", "new"], digests, [with_port]) == 0
+
+    def test_no_digest_matching_is_signature_invalid_and_no_secret_is_a_config_error(
+        self,
+    ) -> None:
+        from webhook_pipeline.errors import ConfigurationError, VerificationError
+        from webhook_pipeline.providers.crypto import match_secrets_any
+
+        with pytest.raises(VerificationError, match="signature_invalid"):
+            match_secrets_any(["a"], lambda s: [b"x", b"y"], [b"z"])
+        for secrets in ([], [""]):
+            with pytest.raises(ConfigurationError):
+                match_secrets_any(secrets, lambda s: [b"x"], [b"x"])

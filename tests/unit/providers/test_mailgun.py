@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from typing import Any
 
 import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
@@ -17,6 +18,11 @@ from webhook_pipeline.sources import Source, resolve
 from tests.unit.providers.conftest import build, make_request
 
 pytestmark = pytest.mark.unit
+
+
+def _pair(signed: Any) -> tuple[bytes, dict[str, str]]:
+    return signed.body, signed.headers
+
 
 KEY = "key-test"
 NOW = 1_700_000_000
@@ -157,15 +163,15 @@ def test_freshness_is_checked_both_ways(offset: int, reason: str) -> None:
 
 def test_sign_request_writes_the_signature_first_and_keeps_the_rest_byte_for_byte() -> None:
     original = b'{"event-data": {"id": "e1", "event": "opened"}}'
-    signed, headers = scheme.sign_request(original, KEY, timestamp=NOW, delivery_id="e1")
+    signed, headers = _pair(scheme.sign_request(original, KEY, timestamp=NOW, delivery_id="e1"))
     assert headers == {} and scheme.sign(original, KEY, timestamp=NOW, delivery_id="e1") == {}
     assert signed.startswith(b'{"signature":{"timestamp":"1700000000","token":"')
     assert signed.endswith(b',"event-data": {"id": "e1", "event": "opened"}}')
     assert verify(signed).replay_token == json.loads(signed)["signature"]["token"]
-    empty, _ = scheme.sign_request(b"{}", KEY, timestamp=NOW, delivery_id="e1")
+    empty, _ = _pair(scheme.sign_request(b"{}", KEY, timestamp=NOW, delivery_id="e1"))
     assert json.loads(empty).keys() == {"signature"}
     # A new timestamp makes a new token (Mailgun signs each attempt afresh).
-    again, _ = scheme.sign_request(original, KEY, timestamp=NOW + 1, delivery_id="e1")
+    again, _ = _pair(scheme.sign_request(original, KEY, timestamp=NOW + 1, delivery_id="e1"))
     assert json.loads(again)["signature"]["token"] != json.loads(signed)["signature"]["token"]
     with pytest.raises(ConfigurationError):
         scheme.sign_request(b"[1]", KEY, timestamp=NOW, delivery_id="e1")
@@ -179,7 +185,9 @@ def test_retries_of_one_event_have_the_same_duplicate_hash() -> None:
     ).body
     digests = set()
     for attempt in range(3):
-        signed, _ = scheme.sign_request(original, KEY, timestamp=NOW + attempt, delivery_id="e1")
+        signed, _ = _pair(
+            scheme.sign_request(original, KEY, timestamp=NOW + attempt, delivery_id="e1")
+        )
         req = make_request({}, signed)
         digests.add(read_events(source, req, verify(signed, now=NOW))[0].digest)
     assert len(digests) == 1
@@ -194,7 +202,7 @@ def test_the_form_shape_is_read_only_when_the_source_declares_it() -> None:
     )  # fmt: skip
     form = form_source.provider
     original = b"event=delivered&recipient=a%40example.com&Message-Id=m1"
-    signed, _ = form.sign_request(original, KEY, timestamp=NOW, delivery_id="m1")
+    signed, _ = _pair(form.sign_request(original, KEY, timestamp=NOW, delivery_id="m1"))
     assert signed.startswith(original + b"&timestamp=1700000000&token=")
     verified = form.verify(make_request({}, signed), [KEY], NOW)
     events = read_events(form_source, make_request({}, signed), verified)

@@ -9,10 +9,13 @@ A provider registered by another module (``PROVIDER_MODULES``) is covered too: s
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from webhook_pipeline.errors import (
@@ -21,6 +24,7 @@ from webhook_pipeline.errors import (
     TimestampError,
     VerificationError,
 )
+from webhook_pipeline.fields import dig
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
 from webhook_pipeline.providers import Provider, all_providers, load_provider_modules
@@ -90,19 +94,88 @@ def verifier(name: str, *signing: str) -> list[str]:
     return [p.verification_secret(s) for s in signing]
 
 
+def shared_body(name: str) -> bytes:
+    """What the shared tests sign: :data:`BODY`, or for a provider that does not sign the body
+    bytes (its signature covers some fields, or nothing) its own sample, unsigned."""
+    p = provider(name)
+    if p.signs.body:
+        return BODY
+    return p.sample(
+        delivery_id=p.new_delivery_id("cd" * 16),
+        resource="res_1",
+        sequence=NOW,
+        event_type=None,
+        timestamp=NOW,
+    ).body
+
+
+def request_to(url: str, headers: dict[str, str], body: bytes, **kw: Any) -> WebhookRequest:
+    """A request sent to ``url`` (its path, host and query as the ingest reads them; the URL
+    itself as ``public_url``, as the ingest sets it for providers that sign the URL)."""
+    parts = urlsplit(url)
+    return make_request(
+        headers,
+        body,
+        path=parts.path,
+        host=parts.netloc,
+        raw_query=parts.query,
+        query=dict(parse_qsl(parts.query, keep_blank_values=True)),
+        public_url=url,
+        **kw,
+    )
+
+
 def signed(
-    name: str, *, secret: str | None = None, timestamp: int = NOW, body: bytes = BODY
+    name: str, *, secret: str | None = None, timestamp: int = NOW, body: bytes | None = None
 ) -> WebhookRequest:
     p = provider(name)
     url = f"https://webhooks.example.com/webhooks/{name}"
-    body, headers = p.sign_request(
-        body, secret or p.dev_secret, timestamp=timestamp, delivery_id="dlv_1", url=url
+    sent = p.sign_request(
+        shared_body(name) if body is None else body,
+        secret or p.dev_secret,
+        timestamp=timestamp,
+        delivery_id="dlv_1",
+        url=url,
     )
-    return make_request(headers, body, path=f"/webhooks/{name}", host="webhooks.example.com")
+    return request_to(sent.url or url, sent.headers, sent.body)
 
 
 def with_headers(req: WebhookRequest, headers: dict[str, str], body: bytes | None = None) -> Any:
-    return make_request(headers, req.body if body is None else body, path=req.path, host=req.host)
+    return make_request(
+        headers,
+        req.body if body is None else body,
+        path=req.path,
+        host=req.host,
+        raw_query=req.raw_query,
+        query=dict(req.query),
+        public_url=req.public_url,
+    )
+
+
+def signed_fields_changed(name: str, body: bytes) -> list[bytes]:
+    """``body`` (JSON) with one signed field of one event changed, for each signed field
+    (providers whose signature covers fields, not the body bytes: ``signs.body_fields``)."""
+    cls = PROVIDERS[name]
+    document = json.loads(body)
+
+    def events(doc: Any) -> list[Any]:
+        found = dig(doc, cls.batch_path) if cls.batch_path is not None else [doc]
+        assert isinstance(found, list) and found
+        return found
+
+    variants = []
+    for index, event in enumerate(events(document)):
+        for path in cls.signs.body_fields:
+            *parents, last = path.split(".")
+            value = dig(event, path)
+            if value is None:
+                continue
+            changed = copy.deepcopy(document)
+            parent = dig(events(changed)[index], ".".join(parents)) if parents else changed
+            parent[last] = value + 1 if isinstance(value, int) else f"{value}x"
+            variants.append(json.dumps(changed).encode())
+    assert variants, f"{name}: no signed field found in the body"
+    return variants
 
 
 class TestRegistry:
@@ -125,9 +198,14 @@ class TestRegistry:
         assert cls.vectors, f"{name} has no test vector"
         assert cls.retry_horizon_seconds >= 60 and cls.retry_horizon_reference
         assert all(400 <= s < 600 for s in cls.stop_statuses)
-        # The credential is in a named header, or inside the body (a declared field: Google
-        # Ads google_key, Microsoft Graph clientState, Mailgun's signature object).
-        assert bool(provider(name).signature_header) != bool(cls.signature_field)
+        p = provider(name)
+        # Where the credential is: a header, the URL's query string, or a field of the body
+        # (Google Ads google_key, Microsoft Graph clientState, Mailgun's signature object,
+        # Adyen's per-item hmacSignature): exactly one of them.
+        places = (p.signature_header, p.credential_parameter, p.signature_field)
+        assert sum(bool(x) for x in places) == 1, places
+        if cls.signs.body_fields:
+            assert not cls.signs.body, "body_fields are for providers not signing the bytes"
 
     @pytest.mark.parametrize("name", TIMESTAMPED)
     def test_timestamped_providers_declare_where_the_timestamp_is(self, name: str) -> None:
@@ -160,31 +238,41 @@ class TestRegistry:
             PROVIDERS["stripe"](None, tolerance)  # type: ignore[arg-type]
 
 
+def vector_request(vector: Any, body: bytes) -> WebhookRequest:
+    """The request of ``vector`` with ``body`` (sent to ``vector.url`` when it has one)."""
+    if vector.url:
+        return request_to(vector.url, dict(vector.headers), body, method=vector.method)
+    return make_request(vector.headers, body, method=vector.method, query=dict(vector.query))
+
+
 @pytest.mark.parametrize("name", NAMES)
 class TestEveryProvider:
     def test_published_and_sdk_vectors_verify(self, name: str) -> None:
         for vector in PROVIDERS[name].vectors:
             p = PROVIDERS[name](dict(vector.options) or dict(PROVIDERS[name].example_options))
-            req = make_request(
-                vector.headers, vector.body, method=vector.method, query=dict(vector.query)
-            )
+            req = vector_request(vector, vector.body)
             verified = p.verify(req, [vector.secret], vector.now)
             assert verified.secret_index == 0, vector.reference
             if vector.delivery_id is not None:
                 assert verified.delivery_id == vector.delivery_id
 
     def test_a_changed_vector_byte_is_rejected(self, name: str) -> None:
-        # ... where the provider signs the body; where it declares the body unsigned (Postmark,
-        # Telegram, Mailgun's event-data) the declaration is checked: the change verifies.
-        for vector in PROVIDERS[name].vectors:
-            p = PROVIDERS[name](dict(vector.options) or dict(PROVIDERS[name].example_options))
-            body = vector.body + b" "
-            req = make_request(vector.headers, body, method=vector.method, query=dict(vector.query))
-            if not PROVIDERS[name].signs.body:
+        # Where the provider signs the body (or fields of it) a change is refused; where it
+        # declares the body unsigned (Postmark, Telegram, Mailgun's event-data) the declaration
+        # is checked: the change verifies.
+        cls = PROVIDERS[name]
+        for vector in cls.vectors:
+            p = cls(dict(vector.options) or dict(cls.example_options))
+            if not cls.signs.body and not cls.signs.body_fields:
+                req = vector_request(vector, vector.body + b" ")
                 assert p.verify(req, [vector.secret], vector.now).secret_index == 0
                 continue
-            with pytest.raises(VerificationError):
-                p.verify(req, [vector.secret], vector.now)
+            bodies = (
+                [vector.body + b" "] if cls.signs.body else signed_fields_changed(name, vector.body)
+            )
+            for body in bodies:
+                with pytest.raises(VerificationError):
+                    p.verify(vector_request(vector, body), [vector.secret], vector.now)
 
     def test_own_signature_verifies_with_secret_index_0(self, name: str) -> None:
         current, _, _ = secrets(name)
@@ -212,12 +300,17 @@ class TestEveryProvider:
         assert err.value.status == 401
 
     def test_any_body_byte_change_is_rejected(self, name: str) -> None:
-        if not PROVIDERS[name].signs.body:
-            pytest.skip("the provider signs no body (test_an_unsigned_body_is_declared_so)")
         current, _, _ = secrets(name)
         req = signed(name)
-        sent = req.body  # BODY, with the signature in it for Mailgun-style providers
-        for body in (sent + b" ", sent[:-1], b'{"id": "evt_1", "amount": 1.5}', b""):
+        cls = PROVIDERS[name]
+        sent = req.body  # the signed body, with the signature in it for Mailgun-style providers
+        if cls.signs.body:
+            bodies = [sent + b" ", sent[:-1], b'{"id": "evt_1", "amount": 1.5}', b""]
+        elif cls.signs.body_fields:
+            bodies = signed_fields_changed(name, req.body)
+        else:
+            pytest.skip(f"{name} signs nothing in the body (TestUnsignedBodies covers it)")
+        for body in bodies:
             with pytest.raises(VerificationError) as err:
                 provider(name).verify(
                     with_headers(req, dict(req.headers), body), verifier(name, current), NOW
@@ -271,6 +364,40 @@ class TestEveryProvider:
                     p.verify(with_headers(req, headers), verifier(name, current), NOW)
                 except IngestError as exc:
                     assert exc.status == 401, (header_name, bad)
+        if p.credential_parameter:  # a credential in the URL's query string
+            value = req.query[p.credential_parameter]
+            for bad in (value[:-1] + "é", "é" + value, value + "\u200b", "٣", ""):
+                query = {**req.query, p.credential_parameter: bad}
+                with pytest.raises(VerificationError) as err:
+                    p.verify(
+                        make_request(req.headers, req.body, query=query),
+                        verifier(name, current),
+                        NOW,
+                    )
+                assert err.value.status == 401, bad
+
+    def test_signature_inside_the_body_missing_or_not_ascii_is_401(self, name: str) -> None:
+        p = provider(name)
+        if not p.signature_field:
+            pytest.skip(f"{name} carries no signature inside the body")
+        current, _, _ = secrets(name)
+        req = signed(name)
+        document = json.loads(req.body)
+        *parents, last = p.signature_field.split(".")
+        for bad in (None, "", "é" + "A" * 43, 7, {"x": 1}):
+            changed = copy.deepcopy(document)
+            first = dig(changed, p.batch_path)[0] if p.batch_path is not None else changed
+            parent = dig(first, ".".join(parents)) if parents else first
+            if bad is None:
+                del parent[last]
+            else:
+                parent[last] = bad
+            with pytest.raises(VerificationError) as err:
+                p.verify(with_headers(req, dict(req.headers), json.dumps(changed).encode()),
+                         verifier(name, current), NOW)  # fmt: skip
+            assert err.value.status == 401, bad
+            if bad is None:
+                assert err.value.reason == "signature_missing"
 
     def test_error_messages_carry_no_secret_or_signature(self, name: str) -> None:
         current, _, other = secrets(name)
@@ -308,12 +435,10 @@ class TestEveryProvider:
         )
         source = resolve(Source(name=name, provider=name, options=dict(p.example_options)))
         url = f"https://webhooks.example.com/webhooks/{name}"
-        body, signature = p.sign_request(
+        sent = p.sign_request(
             sample.body, p.dev_secret, timestamp=NOW, delivery_id="dlv_s", url=url
         )
-        req = make_request(
-            sample.headers | signature, body, path=f"/webhooks/{name}", host="webhooks.example.com"
-        )
+        req = request_to(sent.url, sample.headers | sent.headers, sent.body, request_id="req-1")
         verified = source.provider.verify(req, verifier(name, p.dev_secret), NOW)
         events = read_events(source, req, verified)
         assert events and all(e.delivery_id for e in events)
@@ -327,10 +452,9 @@ class TestEveryProvider:
             sample = handshake.sample(stored)
             headers, body = dict(sample.headers), sample.body
             if handshake.signed:
-                body, signature = p.sign_request(
-                    body, p.dev_secret, timestamp=NOW, delivery_id="hs"
-                )
-                headers |= signature
+                sent = p.sign_request(body, p.dev_secret, timestamp=NOW, delivery_id="hs")
+                body = sent.body
+                headers |= sent.headers
                 p.verify(make_request(headers, body), stored.signing, NOW)
             req = make_request(headers, body, method=sample.method, query=dict(sample.query))
             assert handshake.matches(req), handshake.name

@@ -91,6 +91,7 @@ def _event(
             document=body.document,
             raw=body.raw,
             signed_id=verified.delivery_id,
+            request_id=request.request_id,
         )
 
     delivery_id = read(source.delivery_id)

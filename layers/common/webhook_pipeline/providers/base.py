@@ -103,15 +103,21 @@ class Signs:
         delivery can then be replayed at any time.
     body : bool
         Whether the body bytes are covered. ``False`` (Mailgun, Postmark, Telegram) means body
-        fields, including ids and ordering values, are unsigned.
+        fields, including ids and ordering values, are unsigned, except those in
+        ``body_fields``.
     note : str
         What is not signed, in plain words (shown in the docs and at source load).
+    body_fields : tuple[str, ...]
+        With ``body = False``: the dotted body paths (relative to one event of a batch) whose
+        values the signature covers although the body bytes are not (Adyen signs eight fields
+        of each ``NotificationRequestItem``). A field location reading only these is signed.
     """
 
     id: str | None
     timestamp: str | None
     body: bool = True
     note: str = ""
+    body_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -234,6 +240,18 @@ class Vector:
 
 
 @dataclass(frozen=True)
+class SignedRequest:
+    """What a sender sends (:meth:`Provider.sign_request`): the headers it attaches, the body
+    (with any signature the provider carries inside it, as Adyen's per-item ``hmacSignature``)
+    and the URL it calls (with any credential the provider carries in it, as a token in the
+    query string of the URL configured at Mollie)."""
+
+    headers: dict[str, str]
+    body: bytes
+    url: str = ""
+
+
+@dataclass(frozen=True)
 class Sample:
     """A provider-shaped delivery for the simulator and ``events/``: the body and the headers
     other than the signature (:meth:`Provider.sign` adds those)."""
@@ -322,12 +340,16 @@ class Provider(ABC):
     #: (the same for Stripe, whose ``t`` is inside ``Stripe-Signature``); instance attributes
     #: where options choose them (generic HMAC).
     signature_header: str = ""
+    #: Where the credential is when it is not in a header: the URL query parameter of a token
+    #: (Mollie, whose classic webhooks are unsigned), or the dotted body path of a credential or
+    #: signature inside the body, relative to each item where :attr:`batch_path` splits the body
+    #: (Google Ads ``google_key``, Microsoft Graph's per-notification ``clientState``, Mailgun's
+    #: ``signature`` object, Adyen's per-item
+    #: ``NotificationRequestItem.additionalData.hmacSignature``); ``signature_header`` is then
+    #: empty and :meth:`sign_body` or :meth:`sign_request` puts it there.
+    credential_parameter: str = ""
+    signature_field: str = ""
     timestamp_header: str | None = None
-    #: Where the credential or signature is when it travels inside the body instead of a header
-    #: (Google Ads ``google_key``, Microsoft Graph ``value[].clientState``, Mailgun's
-    #: ``signature`` object): a dotted body path, shown in the docs; ``signature_header`` is then
-    #: empty and :meth:`sign_body` (or :meth:`sign_request`) puts it there.
-    signature_field: ClassVar[str | None] = None
     #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
     timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"
     #: The signature covers the URL the sender called (``request.public_url``): a mismatch is
@@ -432,23 +454,19 @@ class Provider(ABC):
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> tuple[bytes, dict[str, str]]:
-        """The body and the signature headers a sender of this provider sends for ``body``.
-
-        :meth:`sign_body` then :meth:`sign` on the bytes it returns. Providers whose whole
-        signature travels inside the body and needs more than :meth:`sign_body` (Mailgun) override
-        this and
-        return no signature header. Callers that sign for any provider (the simulator,
-        ``events/``, the shared tests) use this.
-
-        Returns
-        -------
-        tuple[bytes, dict[str, str]]
-            The bytes to send and the headers to add.
+    ) -> SignedRequest:
+        """Everything a sender of this provider sends for ``body``: the body as
+        :meth:`sign_body` returns it, :meth:`sign`'s headers for those bytes, and the URL
+        unchanged. Providers that carry their whole signature inside the body (Adyen, Mailgun)
+        or their credential in the URL (Mollie) override this; the simulator, ``events/`` and
+        the shared tests sign through it.
         """
         signed = self.sign_body(body, secret, timestamp=timestamp, delivery_id=delivery_id)
-        headers = self.sign(signed, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
-        return signed, headers
+        return SignedRequest(
+            self.sign(signed, secret, timestamp=timestamp, delivery_id=delivery_id, url=url),
+            signed,
+            url,
+        )
 
     def validate_secret(self, secret: str) -> None:
         """Check that ``secret`` (whitespace already stripped) is usable by this scheme.

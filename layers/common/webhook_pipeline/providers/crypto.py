@@ -167,15 +167,34 @@ def match_secrets(
     VerificationError
         ``signature_invalid`` when no secret matches any candidate.
     """
+    return match_secrets_any(secrets, lambda secret: (expected(secret),), candidates)
+
+
+def match_secrets_any(
+    secrets: Sequence[str],
+    expected: Callable[[str], Iterable[bytes]],
+    candidates: Iterable[bytes],
+) -> int:
+    """:func:`match_secrets` for schemes where one secret may have produced any of several
+    digests: the signed URL with and without its default port (Twilio), with and without the
+    escapes the provider decodes (HubSpot).
+
+    Raises
+    ------
+    ConfigurationError
+        No secret at all, or an empty one.
+    VerificationError
+        ``signature_invalid`` when no digest of any secret matches any candidate.
+    """
     if not secrets or any(not s for s in secrets):
         raise ConfigurationError("signature verification needs at least one non-empty secret")
     wanted = list(candidates)
     for index, secret in enumerate(secrets):
-        digest = expected(secret)
-        # Compare against every candidate (no early exit on the first mismatch).
+        # Compare every digest against every candidate (no early exit on the first mismatch).
         matched = False
-        for candidate in wanted:
-            matched |= constant_time_equal(digest, candidate)
+        for digest in expected(secret):
+            for candidate in wanted:
+                matched |= constant_time_equal(digest, candidate)
         if matched:
             return index
     raise VerificationError("signature_invalid")

@@ -47,6 +47,7 @@ from webhook_pipeline.providers.base import (
     Defaults,
     Provider,
     Sample,
+    SignedRequest,
     Signs,
     Vector,
     Verified,
@@ -226,7 +227,7 @@ class Mailgun(Provider):
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> tuple[bytes, dict[str, str]]:
+    ) -> SignedRequest:
         """``body`` with a signature written in, as Mailgun sends it: a ``signature`` object put
         first in the JSON object, or ``timestamp``/``token``/``signature`` form fields appended.
 
@@ -243,7 +244,7 @@ class Mailgun(Provider):
         signature = hmac_digest(secret.encode("utf-8"), signed_string(ts, token)).hex()
         if self.body_format == "form":
             fields = urlencode({"timestamp": ts, "token": token, "signature": signature})
-            return (body + b"&" if body else b"") + fields.encode("ascii"), {}
+            return SignedRequest({}, (body + b"&" if body else b"") + fields.encode("ascii"), url)
         start = body.lstrip()
         if not start.startswith(b"{"):
             raise ConfigurationError("a Mailgun JSON body is an object")
@@ -252,7 +253,7 @@ class Mailgun(Provider):
             {"timestamp": ts, "token": token, "signature": signature}, separators=(",", ":")
         ).encode("ascii")
         separator = b"" if inner.startswith(b"}") else b","
-        return b'{"signature":' + block + separator + inner, {}
+        return SignedRequest({}, b'{"signature":' + block + separator + inner, url)
 
     def sample(
         self,

@@ -127,7 +127,7 @@ class MicrosoftGraph(Provider):
         "section 17)"
     )
     handshakes = (ValidationToken(),)
-    signature_field = "value[].clientState"
+    signature_field = "clientState"  # in each item of ``value``
     dev_secret = "dev-graph-client-state-local"
     vectors = (
         Vector(
