@@ -154,9 +154,9 @@ class IngestService:
         if handshake is not None:
             return self._handshake(source, handshake, request, secret)
         verified = self._verify(source, request, secret)
-        if verified.replay_token is not None:
-            self._use_once(source, verified.replay_token)
         events = read_events(source, request, verified)
+        if verified.replay_token is not None:
+            self._use_once(source, verified.replay_token, [e.delivery_id for e in events])
         logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
         if provider.batch_path is None:
             return self._single(source, request, events[0])
@@ -221,29 +221,39 @@ class IngestService:
             )
         return verified
 
-    def _use_once(self, source: ResolvedSource, token: str) -> None:
-        """Accept a provider's one-time token once within its tolerance (Mailgun's ``token``).
+    def _use_once(self, source: ResolvedSource, token: str, delivery_ids: list[str]) -> None:
+        """Bind a provider's one-time token (Mailgun's ``token``) to the deliveries it first
+        came with, for twice its tolerance.
+
+        The same token with the same delivery ids again is the sender's resend (or a retry after
+        a 503 released the claim): it goes on to the gate, which answers a duplicate 200 or
+        accepts it. The same token with other delivery ids is a captured signature carrying
+        another body.
 
         Raises
         ------
         VerificationError
-            ``replay_detected``: the token was used before. With Redis unavailable the check is
-            skipped (fail open) or the request is 503 (fail closed), as for the claim.
+            ``replay_detected``: the token came before with other delivery ids. With Redis
+            unavailable the check is skipped (fail open) or the request is 503 (fail closed), as
+            for the claim.
         """
         if not self._gate_available() or self.gate is None:
             return
         digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
         key = f"{self.policy.redis_key_prefix}{source.name}:token:{digest}"
+        owner = hashlib.sha256("\n".join(delivery_ids).encode("utf-8")).hexdigest()
         ttl = 2 * (source.provider.tolerance_seconds or self.policy.claim_ttl_seconds)
         try:
-            fresh = self.gate.claim_once(key, ttl)
+            ours = self.gate.claim_once(key, ttl, owner)
         except GateUnavailableError as exc:
             self._gate_failed(exc)
             return
-        if not fresh:
+        if not ours:
             count(MetricName.SIGNATURE_INVALID)
             logger.info("one-time token reused", extra={"reason": "replay_detected"})
-            raise VerificationError("replay_detected", "the signed one-time token was used before")
+            raise VerificationError(
+                "replay_detected", "the signed one-time token came before with another delivery"
+            )
 
     @staticmethod
     def _count_rejection(exc: VerificationError) -> None:
