@@ -8,11 +8,14 @@ fixed it passes, which strict mode reports as a failure so the mark is removed.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 import uuid
 from typing import Any
 
 import pytest
+from webhook_pipeline.providers.vonage import mint
 from webhook_pipeline_ops.samples import (
     SampleDelivery,
     example_sources,
@@ -212,3 +215,32 @@ def test_batch_repeating_a_delivery_id_is_one_delivery_and_a_2xx(
     # The repeat is a duplicate of an event of the same request: one envelope, and a 2xx
     assert code in (200, 202)
     assert len(ingest.envelopes()) == 1
+
+
+# -- Vonage: a passed exp that is not a JSON integer --------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding: Vonage's verify checks exp only when it is a JSON integer; an expired "
+    "JWT whose exp is a non-integer NumericDate (RFC 7519 allows 1.5) or a string is accepted",
+)
+@pytest.mark.parametrize("kind", ["float", "string"])
+def test_vonage_jwt_with_a_passed_exp_of_any_json_type_is_401(
+    ingest: IngestHarness, kind: str
+) -> None:
+    provider = SOURCES["vonage"].provider
+    now = int(time.time())
+    d = delivery("vonage")
+    past = now - 100
+    claims = {
+        "iat": now,
+        "exp": float(past) if kind == "float" else (str(past) if kind == "string" else past),
+        "jti": str(uuid.uuid4()),
+        "payload_hash": hashlib.sha256(d.body).hexdigest(),
+    }
+    event = http_api_event(d)
+    event["headers"]["authorization"] = "Bearer " + mint(claims, provider.dev_secret)
+    code, _ = status(ingest, event)
+    assert code == 401
+    assert ingest.messages() == []
