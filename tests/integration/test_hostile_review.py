@@ -1,9 +1,10 @@
 """Findings of a hostile review of the ingest endpoint (black-box over HTTP against the local
 stack, then reproduced here in-process through the real handler, real Redis and moto).
 
-Each test states what the product promises and is marked ``xfail(strict=True)`` while the
-product breaks the promise: it fails today (reported as xfail), and the day the product is
-fixed it passes, which strict mode reports as a failure so the mark is removed.
+Each test states what the product promises, with the exact input that once broke it: X's and
+LinkedIn's unsigned challenges as signing oracles, an Adyen item re-cut at a colon into a new
+delivery id, one delivery id twice in one batch answered 503, a Vonage JWT whose passed ``exp`` is
+not a JSON integer.
 """
 
 from __future__ import annotations
@@ -51,11 +52,6 @@ def compact(doc: Any) -> bytes:
 # -- unsigned GET challenges answered with an HMAC are a signing oracle -------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: X's CRC answer HMAC-signs any crc_token under the delivery key, so a "
-    "caller with no secret gets a valid x-twitter-webhooks-signature for a body of its choice",
-)
 def test_x_crc_challenge_does_not_sign_a_body_of_the_callers_choice(
     ingest: IngestHarness,
 ) -> None:
@@ -83,11 +79,6 @@ def test_x_crc_challenge_does_not_sign_a_body_of_the_callers_choice(
     assert ingest.messages() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: LinkedIn's challengeResponse HMAC-signs any challengeCode under the "
-    "delivery key; sent back as X-LI-Signature: hmacsha256=<hex> it verifies any body",
-)
 def test_linkedin_challenge_does_not_sign_a_body_of_the_callers_choice(
     ingest: IngestHarness,
 ) -> None:
@@ -115,12 +106,6 @@ def test_linkedin_challenge_does_not_sign_a_body_of_the_callers_choice(
 # -- a signed identity that the signature does not bind -----------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: Adyen's signed string joins its fields with ':' and values may hold ':', "
-    "so a captured item re-cut at a colon keeps its hmacSignature and gets a new delivery id "
-    "(pspReference 'P:' instead of 'P'): a second applied record from one signed item",
-)
 def test_adyen_item_recut_at_a_colon_is_not_a_new_delivery(ingest: IngestHarness) -> None:
     # Given a genuine item whose merchantReference holds a colon and whose originalReference
     # is empty (a payment's AUTHORISATION)
@@ -190,12 +175,6 @@ def _hubspot_event(event_id: int, prop: str = "email") -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a batch carrying one delivery id twice is answered 503 "
-    "delivery_in_flight (the request's own first copy holds the pending claim) although the "
-    "first copy was enqueued: a deterministic input gets a transient answer and a retry",
-)
 @pytest.mark.parametrize("source", ["sendgrid", "hubspot", "line"])
 def test_batch_repeating_a_delivery_id_is_one_delivery_and_a_2xx(
     ingest: IngestHarness, source: str
@@ -211,20 +190,35 @@ def test_batch_repeating_a_delivery_id_is_one_delivery_and_a_2xx(
         body = compact(doc | {"events": [doc["events"][0], doc["events"][0]]})
     d = delivery(source, body=body)
     assert len(d.delivery_ids) == 2 and len(set(d.delivery_ids)) == 1
-    code, _ = status(ingest, http_api_event(d))
+    code, answer = status(ingest, http_api_event(d))
     # The repeat is a duplicate of an event of the same request: one envelope, and a 2xx
-    assert code in (200, 202)
+    assert code == 202
+    if source != "line":  # LINE's acknowledgement is its own
+        assert (answer["events"], answer["accepted"], answer["duplicates"]) == (2, 1, 1)
     assert len(ingest.envelopes()) == 1
+    # And the POST again is all duplicates, nothing more enqueued
+    code, answer = status(ingest, http_api_event(d))
+    assert code == 200
+    if source != "line":
+        assert (answer["accepted"], answer["duplicates"]) == (0, 2)
+    assert ingest.envelopes() == []  # (the first envelope was received above: none is new)
+
+
+def test_a_batch_repeating_an_id_with_another_body_counts_the_mismatch(
+    ingest: IngestHarness, log_lines: list[dict[str, Any]]
+) -> None:
+    body = compact([_hubspot_event(78), _hubspot_event(78, prop="phone")])
+    d = delivery("hubspot", body=body)
+    assert status(ingest, http_api_event(d))[0] == 202
+    assert len(ingest.envelopes()) == 1
+    mismatches = [x for x in log_lines if x["message"].startswith("duplicate delivery id with")]
+    assert len(mismatches) == 1
+    assert mismatches[0]["stored_sha256"] != mismatches[0]["received_sha256"]
 
 
 # -- Vonage: a passed exp that is not a JSON integer --------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: Vonage's verify checks exp only when it is a JSON integer; an expired "
-    "JWT whose exp is a non-integer NumericDate (RFC 7519 allows 1.5) or a string is accepted",
-)
 @pytest.mark.parametrize("kind", ["float", "string"])
 def test_vonage_jwt_with_a_passed_exp_of_any_json_type_is_401(
     ingest: IngestHarness, kind: str

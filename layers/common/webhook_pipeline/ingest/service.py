@@ -326,21 +326,21 @@ class IngestService:
         self, source: ResolvedSource, event: DeliveryEvent, result: ClaimResult
     ) -> Answer:
         count(MetricName.DUPLICATE_DISCARDED)
-        self._check_body(event, result)
+        self._check_body(event, result.stored_digest)
         logger.info("duplicate discarded at the gate")
         return source.provider.acknowledgement(
             200, {"status": "duplicate", "delivery_id": event.delivery_id}
         )
 
-    def _check_body(self, event: DeliveryEvent, result: ClaimResult) -> None:
+    def _check_body(self, event: DeliveryEvent, stored_digest: str | None) -> None:
         """Count and log a duplicate whose content differs from the copy claimed before it."""
-        if result.stored_digest is not None and result.stored_digest != event.digest:
+        if stored_digest is not None and stored_digest != event.digest:
             count(MetricName.DUPLICATE_BODY_MISMATCH)
             logger.warning(
                 "duplicate delivery id with a different body",
                 extra={
                     "delivery_id": event.delivery_id,
-                    "stored_sha256": result.stored_digest,
+                    "stored_sha256": stored_digest,
                     "received_sha256": event.digest,
                 },
             )
@@ -348,8 +348,19 @@ class IngestService:
     # -- a batched POST: 2 Redis round trips + ceil(n / 10) SQS calls ---------------------------
 
     def _batch(
-        self, source: ResolvedSource, request: WebhookRequest, events: list[DeliveryEvent]
+        self, source: ResolvedSource, request: WebhookRequest, received: list[DeliveryEvent]
     ) -> Answer:
+        # One POST naming one delivery id twice is one delivery: the first copy is claimed, the
+        # others are duplicates of it (claiming both would find the first still pending).
+        events: list[DeliveryEvent] = []
+        first: dict[str, DeliveryEvent] = {}
+        for event in received:
+            if event.delivery_id in first:
+                count(MetricName.DUPLICATE_DISCARDED)
+                self._check_body(event, first[event.delivery_id].digest)
+            else:
+                first[event.delivery_id] = event
+                events.append(event)
         claims = [self._new_claim(source, event) for event in events]
         results = self._claim_many(claims)
         new: list[int] = []
@@ -359,7 +370,7 @@ class IngestService:
                 new.append(index)
             elif result.outcome is ClaimOutcome.DUPLICATE:
                 count(MetricName.DUPLICATE_DISCARDED)
-                self._check_body(event, result)
+                self._check_body(event, result.stored_digest)
             else:
                 in_flight += 1
         factory = self._envelopes(source, request)
@@ -382,11 +393,11 @@ class IngestService:
         logger.info(
             "batch enqueued",
             extra={
-                "events": len(events),
+                "events": len(received),
                 # every id enqueued, so a reconciliation can find each one (webhook-pipeline audit)
                 "delivery_ids": [events[new[i]].delivery_id for i in sorted(sent.sent)],
                 "accepted": len(sent.sent),
-                "duplicates": len(events) - len(new) - in_flight,
+                "duplicates": len(received) - len(new) - in_flight,
                 "in_flight": in_flight,
                 "failed": len(sent.failed),
             },
@@ -400,10 +411,10 @@ class IngestService:
         return source.provider.acknowledgement(
             202 if new else 200,
             {
-                "status": "accepted" if new or not events else "duplicate",
-                "events": len(events),
+                "status": "accepted" if new or not received else "duplicate",
+                "events": len(received),
                 "accepted": len(new),
-                "duplicates": len(events) - len(new),
+                "duplicates": len(received) - len(new),
             },
         )
 
