@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import HOUR, Defaults, Sample, Signs
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.standard_webhooks import StandardWebhooks
 

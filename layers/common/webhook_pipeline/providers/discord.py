@@ -54,22 +54,22 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    Answer,
-    Defaults,
-    Handshake,
-    HandshakeSample,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     match_public_keys,
     signature_header,
     timestamp_header,
+)
+from webhook_pipeline.providers.model import (
+    Answer,
+    Defaults,
+    Handshake,
+    HandshakeSample,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.secrets import SourceSecret

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import DAY, Defaults, Provider, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     DIGESTS,
     decode_base64,
@@ -43,6 +43,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 ENCODINGS = ("hex", "base64")

@@ -33,13 +33,13 @@ from typing import Any
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.model import (
     HOUR,
     Answer,
     Defaults,
     Handshake,
     HandshakeSample,
-    Provider,
     Sample,
     Signs,
     Vector,

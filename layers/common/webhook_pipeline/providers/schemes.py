@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 
 from webhook_pipeline.errors import TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Answer, Handshake, Provider, Vector, Verified
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
     decode_hex,
@@ -38,6 +38,7 @@ from webhook_pipeline.providers.crypto import (
     parse_plain_int,
     signature_header,
 )
+from webhook_pipeline.providers.model import Answer, Handshake, Vector, Verified
 from webhook_pipeline.secrets import SourceSecret
 
 Encoding = Literal["hex", "base64"]

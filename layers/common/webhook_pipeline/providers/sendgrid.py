@@ -38,21 +38,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
     match_public_keys,
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Twilio-Email-Event-Webhook-Signature"

@@ -38,22 +38,22 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-    iso_utc,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
     decode_base64,
     hmac_digest,
     signature_header,
     timestamp_header,
+)
+from webhook_pipeline.providers.model import (
+    HOUR,
+    Defaults,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
+    iso_utc,
 )
 from webhook_pipeline.providers.registry import register
 
