@@ -51,17 +51,7 @@ TIME_INDEX_SHARDS = 8
 TIME_SHARD = "received_shard"
 TIME_KEY = "received_key"
 
-# Cancellation reason codes (per TransactItems index) and error codes that a later attempt may
-# not hit again.
-_TRANSIENT_REASONS = frozenset(
-    {
-        "TransactionConflict",
-        "ThrottlingError",
-        "ProvisionedThroughputExceeded",
-        "RequestLimitExceeded",
-        "InternalServerError",
-    }
-)
+# Error codes that a later attempt may not hit again.
 _TRANSIENT_ERRORS = frozenset(
     {
         "TransactionConflictException",
@@ -293,9 +283,8 @@ class DynamoDBDeliveryStore:
             return self._put_delivery(delivery, Outcome.STALE, watermark)
         if "ValidationError" in codes:
             raise StoreBugError(f"transaction rejected as invalid: reasons {codes}") from exc
-        if any(code in _TRANSIENT_REASONS for code in codes):
-            raise TransientError(f"transaction cancelled: reasons {codes}") from exc
-        raise TransientError(f"transaction cancelled for an unknown reason: {codes}") from exc
+        # Conflicts, throttling and unknown reasons alike: a later attempt may succeed.
+        raise TransientError(f"transaction cancelled: reasons {codes}") from exc
 
     def _put_delivery(
         self, delivery: DeliveryRecord, outcome: Outcome, watermark: int | None = None

@@ -70,7 +70,6 @@ class Gatekeeper:
         except GateUnavailableError as exc:
             self._gate_failed(exc)
             return None
-        self.breaker.reset()
         return result
 
     def claim_many(self, claims: list[Claim]) -> list[ClaimResult | None]:
@@ -82,7 +81,6 @@ class Gatekeeper:
         except GateUnavailableError as exc:
             self._gate_failed(exc)
             return [None] * len(claims)
-        self.breaker.reset()
         return list(results)
 
     def _gate_failed(self, exc: GateUnavailableError) -> None:

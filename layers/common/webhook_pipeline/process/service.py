@@ -205,14 +205,6 @@ class ProcessorService:
                     extra={"message_id": note.message_id, "error": str(exc)[:200]},
                 )
 
-    def process_message(self, message: Message) -> RecordResult:
-        """Process one message on the calling thread (parse, then :meth:`process`)."""
-        try:
-            envelope = Envelope.from_json(message.body)
-        except MalformedEnvelopeError as exc:
-            return RecordResult(message.message_id, Outcome.MALFORMED, reason=str(exc), error=exc)
-        return self.process(message, envelope)
-
     def _check_body(self, envelope: Envelope, stored: StoreResult) -> bool:
         """Whether a copy of a recorded delivery has other content; if so it is logged (both
         digests, never the bodies) and noted on the record. It stays a duplicate (invariant I8);
