@@ -38,8 +38,9 @@ from webhook_pipeline.adapters.clients import aws_client
 from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
+from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline.replay.run import MessageResult, replay
+from webhook_pipeline.replay.run import replay
 from webhook_pipeline.settings import ReplaySettings
 
 settings = ReplaySettings.load()
