@@ -264,6 +264,28 @@ class GenericHmac(Provider):
     def _encode(self, digest: bytes) -> str:
         return digest.hex() if self.encoding == "hex" else base64.b64encode(digest).decode("ascii")
 
+    def _signed_delivery_id(self, request: WebhookRequest) -> str | None:
+        """The delivery-id header's value where the template signs it (``None`` otherwise).
+
+        Raises
+        ------
+        VerificationError
+            ``signature_malformed``: missing, not ASCII or containing a template separator.
+        """
+        delivery_id: str | None = None
+        if "delivery_id" in self.template and self.delivery_id_header is not None:
+            delivery_id = request.header(self.delivery_id_header)
+            if not delivery_id or not delivery_id.isascii():
+                raise VerificationError(
+                    "signature_malformed", f"{self.delivery_id_header} missing or not ASCII"
+                )
+            if any(ch in delivery_id for ch in self.id_separators):
+                raise VerificationError(
+                    "signature_malformed",
+                    f"{self.delivery_id_header} contains a separator of the signed template",
+                )
+        return delivery_id
+
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a delivery against the configured header, template, algorithm and encoding.
 
@@ -306,18 +328,7 @@ class GenericHmac(Provider):
         timestamp: int | None = None
         if self.timestamp_header is not None:
             raw_ts, timestamp = timestamp_header(request, self.timestamp_header)
-        delivery_id: str | None = None
-        if "delivery_id" in self.template and self.delivery_id_header is not None:
-            delivery_id = request.header(self.delivery_id_header)
-            if not delivery_id or not delivery_id.isascii():
-                raise VerificationError(
-                    "signature_malformed", f"{self.delivery_id_header} missing or not ASCII"
-                )
-            if any(ch in delivery_id for ch in self.id_separators):
-                raise VerificationError(
-                    "signature_malformed",
-                    f"{self.delivery_id_header} contains a separator of the signed template",
-                )
+        delivery_id = self._signed_delivery_id(request)
         signed = self._signed(request.body, raw_ts, delivery_id)
         index = match_secrets(
             secrets,
