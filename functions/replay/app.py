@@ -61,9 +61,9 @@ def _log_message(result: MessageResult) -> None:
         "delivery_id": envelope.delivery_id if envelope else None,
     }
     if result.outcome in ("failed", "malformed", "delete_failed"):
-        logger.warning("replay: message not moved", reason=result.reason, **fields)
+        logger.warning("replay: message not moved", extra={"reason": result.reason, **fields})
     else:
-        logger.debug("replay: message examined", **fields)
+        logger.debug("replay: message examined", extra=fields)
 
 
 @logger.inject_lambda_context(log_event=False)

@@ -195,7 +195,7 @@ def from_insights(
 
 def metric_sums(cloudwatch: Any, stack: str, since: datetime, until: datetime) -> dict[str, float]:
     """Sums of the pipeline's counters over the window (namespace ``WebhookPipeline``)."""
-    queries = []
+    queries: list[dict[str, Any]] = []
     for names, service in ((INGEST_METRICS, "ingest"), (PROCESSOR_METRICS, "processor")):
         for name in names:
             queries.append(
