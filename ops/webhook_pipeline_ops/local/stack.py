@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline.secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
@@ -49,6 +49,9 @@ from webhook_pipeline_ops.local.poller import SqsPoller
 from webhook_pipeline_ops.local.provision import HttpRoute, Stack, provision
 from webhook_pipeline_ops.local.redis_runtime import RedisRuntime, start_redis
 from webhook_pipeline_ops.local.runtime import LocalFunction
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
 
 log = logging.getLogger("webhook_pipeline_ops.local")
 
@@ -213,7 +216,7 @@ def dev_secret(source: ResolvedSource, *, random: bool) -> tuple[str, str]:
 
 
 def seed_secrets(
-    secretsmanager: Any, prefix: str, sources_file: Path | None, *, random: bool
+    secretsmanager: SecretsManagerClient, prefix: str, sources_file: Path | None, *, random: bool
 ) -> dict[str, Any]:
     """Create one secret per example source under ``prefix``; return the ``secrets.json``
     document. Every provider of the registry is covered (the catalogue sources)."""

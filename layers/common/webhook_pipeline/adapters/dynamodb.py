@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -38,6 +38,9 @@ from webhook_pipeline.process.model import (
     Outcome,
     StoreResult,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 DELIVERY_SK = "DELIVERY"
 RESOURCE_SK = "RESOURCE"
@@ -139,7 +142,7 @@ class DynamoDBDeliveryStore:
         ``TABLE_NAME``; keys ``pk`` (S) and ``sk`` (S), TTL attribute ``expires_at``.
     """
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
