@@ -261,12 +261,8 @@ class TestTemplates:
 
     def test_a_delivery_id_holding_a_separator_of_the_template_is_refused(self) -> None:
         # {delivery_id}.{body}: id "ord.1" + body "2.{..}" signs what id "ord" + "1.2.{..}" signs
-        options = {
-            "header": "X-Sig",
-            "delivery_id_header": "X-Delivery-Id",
-            "signed_template": "{delivery_id}.{body}",
-        }
-        scheme = build_scheme("generic-hmac", options)
+        template = {"signed_template": "{delivery_id}.{body}", "delivery_id_header": "X-Id"}
+        scheme = build_scheme("generic-hmac", {"header": "X-Sig", **template})
         hdrs = scheme.sign(BODY, SECRET, timestamp=NOW, delivery_id="ord.1")
         with pytest.raises(VerificationError) as err:
             scheme.verify(request(hdrs), [SECRET], NOW)
