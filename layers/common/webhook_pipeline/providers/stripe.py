@@ -26,6 +26,7 @@ from webhook_pipeline.providers.crypto import (
 )
 from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import parse_keyed_header
 
 HEADER = "Stripe-Signature"
 
@@ -45,19 +46,7 @@ def parse_header(value: str) -> tuple[str | None, list[str]]:
         API joins two ``Stripe-Signature`` headers with ``","`` (case C03) and such a value is
         never resolved by picking one of them.
     """
-    timestamps: set[str] = set()
-    signatures: list[str] = []
-    for item in value.split(","):
-        key, sep, val = item.lstrip(" \t").partition("=")
-        if not sep:
-            continue
-        if key == "t":
-            timestamps.add(val)
-        elif key == "v1":
-            signatures.append(val)
-    if len(timestamps) > 1:
-        raise VerificationError("signature_malformed", "Stripe-Signature carries several t values")
-    return (timestamps.pop() if timestamps else None), signatures
+    return parse_keyed_header(value, HEADER, "t", "v1")
 
 
 @register
