@@ -1,4 +1,4 @@
-"""DynamoDB adapter of :class:`webhook_pipeline.processing.DeliveryStore` (single table).
+"""DynamoDB adapter of :class:`webhook_pipeline.process.ports.DeliveryStore` (single table).
 
 Item types (see docs/data-model.md):
 

@@ -1,6 +1,7 @@
-"""boto3 SQS adapters of the replay ports: the DLQ reader and the main-queue sender for replays.
+"""boto3 SQS adapters: the ingest's envelope queue (:class:`SqsQueue`) and the replay ports (the
+DLQ reader and the main-queue sender for replays).
 
-They translate botocore errors into :class:`~webhook_pipeline.replay.QueueOperationError` so the
+They translate botocore errors into :class:`~webhook_pipeline.errors.QueueOperationError` so the
 replay domain never sees a botocore type. The clients are created (with timeouts and retries) by
 the caller: the replay function's handler or the operator CLI.
 """
