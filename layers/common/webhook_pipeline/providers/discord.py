@@ -44,7 +44,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
@@ -243,15 +242,9 @@ class Discord(Provider):
             raise VerificationError("signature_malformed", f"{HEADER} is not 128 hex")
         raw_ts, timestamp = timestamp_header(request, TIMESTAMP_HEADER)
         signed = raw_ts.encode("ascii") + request.body
-
-        def verifies(stored: str) -> bool:
-            try:
-                load_public_key(stored).verify(signature, signed)
-            except InvalidSignature:
-                return False
-            return True
-
-        index = match_public_keys(secrets, verifies)
+        index = match_public_keys(
+            secrets, lambda stored: load_public_key(stored).verify(signature, signed)
+        )
         self.check_fresh(timestamp, now)
         return Verified(
             secret_index=index,
