@@ -71,7 +71,7 @@ test-template: $(STAMP_DEV)
 test-docker: $(STAMP_DEV)  ## sam build + sam local invoke in a Lambda container (starts Docker via ../shared/tools/lambda-image.sh)
 	RUN_DOCKER_TESTS=1 $(PY) -m pytest -m docker tests/template
 
-lint: $(STAMP_DEV)  ## ruff, cfn-lint, sam validate --lint
+lint: $(STAMP_DEV) typecheck  ## ruff, mypy (strict), cfn-lint, sam validate --lint
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/cfn-lint template.yaml
@@ -81,8 +81,8 @@ format: $(STAMP_DEV)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-typecheck: $(STAMP_DEV)
-	$(VENV)/bin/mypy layers/common/webhook_pipeline
+typecheck: $(STAMP_DEV)  ## mypy strict over layers/common, functions/ and ops/ (files in pyproject.toml)
+	$(VENV)/bin/mypy
 
 # Benchmarks with a quick mode run it under `make bench` (written as bench/results/*.quick.json,
 # git-ignored); `make bench-full` writes the committed figures.

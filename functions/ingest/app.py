@@ -4,7 +4,7 @@ Thin handler: settings and sources are validated at cold start (a bad configurat
 init loudly; a source reading its delivery id from unsigned material is logged as a warning);
 AWS and Redis clients are created once per container on first use; the use case is
 :class:`webhook_pipeline.ingest.service.IngestService`, which answers every request with an
-:class:`~webhook_pipeline.providers.base.Answer` mapped here to the API Gateway response.
+:class:`~webhook_pipeline.providers.model.Answer` mapped here to the API Gateway response.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from webhook_pipeline.http import request_from_event
 from webhook_pipeline.ingest.claims import CircuitBreaker
 from webhook_pipeline.ingest.service import IngestPolicy, IngestService
 from webhook_pipeline.observability import MetricName, MetricUnit, logger, metrics, tracer
-from webhook_pipeline.providers.base import Answer
+from webhook_pipeline.providers.model import Answer
 from webhook_pipeline.settings import IngestSettings
 from webhook_pipeline.sources import load_sources, warn_unsigned
 

@@ -2,7 +2,7 @@
 
 No event source: an operator invokes it (``sam remote invoke ReplayFunction -e
 events/replay-dry-run.json`` or ``webhook-pipeline replay --via-function``). The event is the
-replay request (:class:`webhook_pipeline.replay.ReplayRequest`)::
+replay request (:class:`webhook_pipeline.replay.request.ReplayRequest`)::
 
     {"max_messages": 100, "dry_run": true, "rate_per_second": 10,
      "filter": {"source": "stripe", "event_type": "invoice.paid",
@@ -13,9 +13,9 @@ Every key is optional; ``{}`` replays up to 100 messages of any kind at full spe
 
 Returns the report ``{examined, matched, replayed, skipped, failed, malformed, delete_failed,
 dry_run, remaining, complete, stopped[, would_replay][, error]}`` (see
-:class:`webhook_pipeline.replay.ReplayReport`). ``complete`` is false and ``stopped`` says why when
-the run ended early (``time_limit``: it stopped ``SAFETY_MARGIN_MS`` before the function's own
-timeout; invoke again to continue).
+:class:`webhook_pipeline.replay.report.ReplayReport`). ``complete`` is false and ``stopped`` says
+why when the run ended early (``time_limit``: it stopped ``SAFETY_MARGIN_MS`` before the
+function's own timeout; invoke again to continue).
 
 Bad input is not a report: the handler raises :class:`InvalidReplayRequestError`, so the
 invocation fails with ``errorType: InvalidReplayRequestError`` and an ``errorMessage`` listing
@@ -38,8 +38,9 @@ from webhook_pipeline.adapters.clients import aws_client
 from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
+from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline.replay.run import MessageResult, replay
+from webhook_pipeline.replay.run import replay
 from webhook_pipeline.settings import ReplaySettings
 
 settings = ReplaySettings.load()
@@ -60,9 +61,9 @@ def _log_message(result: MessageResult) -> None:
         "delivery_id": envelope.delivery_id if envelope else None,
     }
     if result.outcome in ("failed", "malformed", "delete_failed"):
-        logger.warning("replay: message not moved", reason=result.reason, **fields)
+        logger.warning("replay: message not moved", extra={"reason": result.reason, **fields})
     else:
-        logger.debug("replay: message examined", **fields)
+        logger.debug("replay: message examined", extra=fields)
 
 
 @logger.inject_lambda_context(log_event=False)

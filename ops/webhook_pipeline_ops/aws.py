@@ -24,7 +24,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import boto3
 from botocore.config import Config
@@ -36,6 +36,16 @@ from botocore.exceptions import (
     NoRegionError,
     ProfileNotFound,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudformation import CloudFormationClient
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_logs import CloudWatchLogsClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+    from mypy_boto3_sqs import SQSClient
 
 #: Stack output key -> resource attribute.
 STACK_OUTPUTS = {
@@ -195,6 +205,33 @@ class Aws:
         self._fake_credentials = local and self.session.get_credentials() is None
         self._clients: dict[str, Any] = {}
         self._resources: Resources | None = None
+
+    @overload
+    def client(self, service: Literal["sqs"], config: Config | None = None) -> SQSClient: ...
+    @overload
+    def client(self, service: Literal["s3"], config: Config | None = None) -> S3Client: ...
+    @overload
+    def client(
+        self, service: Literal["dynamodb"], config: Config | None = None
+    ) -> DynamoDBClient: ...
+    @overload
+    def client(
+        self, service: Literal["secretsmanager"], config: Config | None = None
+    ) -> SecretsManagerClient: ...
+    @overload
+    def client(
+        self, service: Literal["cloudwatch"], config: Config | None = None
+    ) -> CloudWatchClient: ...
+    @overload
+    def client(
+        self, service: Literal["logs"], config: Config | None = None
+    ) -> CloudWatchLogsClient: ...
+    @overload
+    def client(
+        self, service: Literal["cloudformation"], config: Config | None = None
+    ) -> CloudFormationClient: ...
+    @overload
+    def client(self, service: Literal["lambda"], config: Config | None = None) -> LambdaClient: ...
 
     def client(self, service: str, config: Config | None = None) -> Any:
         """The ``service`` client (created once)."""

@@ -19,11 +19,16 @@ import time
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline_ops.audit import Accepted, AuditReport, Key, reconcile
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import print_json, print_table
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_cloudwatch.type_defs import MetricDataQueryTypeDef
+    from mypy_boto3_logs import CloudWatchLogsClient
 
 ACCEPTED_MESSAGES = frozenset({"accepted", "batch enqueued"})
 INGEST_METRICS = ("Accepted", "DuplicateDiscarded", "SignatureInvalid", "EnqueueFailed")
@@ -154,7 +159,11 @@ def from_log_lines(
 
 
 def from_insights(
-    logs: Any, log_group: str, since: datetime, until: datetime, poll_seconds: float = 1.0
+    logs: CloudWatchLogsClient,
+    log_group: str,
+    since: datetime,
+    until: datetime,
+    poll_seconds: float = 1.0,
 ) -> list[Accepted]:
     """Acceptances in the ingest log group through Logs Insights; a window whose answer hits
     the 10,000-row limit is split in two and read again."""
@@ -193,9 +202,11 @@ def from_insights(
     return accepted
 
 
-def metric_sums(cloudwatch: Any, stack: str, since: datetime, until: datetime) -> dict[str, float]:
+def metric_sums(
+    cloudwatch: CloudWatchClient, stack: str, since: datetime, until: datetime
+) -> dict[str, float]:
     """Sums of the pipeline's counters over the window (namespace ``WebhookPipeline``)."""
-    queries = []
+    queries: list[MetricDataQueryTypeDef] = []
     for names, service in ((INGEST_METRICS, "ingest"), (PROCESSOR_METRICS, "processor")):
         for name in names:
             queries.append(

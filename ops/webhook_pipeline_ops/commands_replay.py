@@ -21,8 +21,9 @@ from typing import Any
 from botocore.config import Config
 from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender, queue_attributes
 from webhook_pipeline.errors import InvalidReplayRequestError
+from webhook_pipeline.replay.report import MessageResult, summary
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline.replay.run import MessageResult, replay, summary
+from webhook_pipeline.replay.run import replay
 
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import Progress, print_json, print_table

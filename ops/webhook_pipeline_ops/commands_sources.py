@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 from webhook_pipeline.secrets import parse_secret
@@ -20,6 +20,9 @@ from webhook_pipeline.sources import ResolvedSource
 
 from webhook_pipeline_ops.aws import Aws, common_options
 from webhook_pipeline_ops.output import print_json, print_table
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
 
 
 def register(subparsers: Any) -> None:
@@ -128,7 +131,9 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_secret(client: Any, prefix: str, source: ResolvedSource) -> tuple[str, str]:
+def check_secret(
+    client: SecretsManagerClient, prefix: str, source: ResolvedSource
+) -> tuple[str, str]:
     """``(status, detail)`` of one source's secret: ``ok``, ``missing`` or ``invalid``."""
     name = f"{prefix}{source.secret}"
     try:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from webhook_pipeline.providers.base import Handshake
+from webhook_pipeline.providers.model import Handshake
 from webhook_pipeline.secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 

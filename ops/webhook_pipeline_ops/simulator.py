@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook_pipeline.providers.base import SignedRequest
+from webhook_pipeline.providers.model import SignedRequest
 from webhook_pipeline.sources import ResolvedSource as Source
 
 DEFAULT_URL = "http://127.0.0.1:3000"
@@ -270,7 +270,7 @@ def recorded_resource_key(planned: Planned) -> str | None:
     from webhook_pipeline.errors import IngestError
     from webhook_pipeline.http import WebhookRequest
     from webhook_pipeline.ingest.events import read_events
-    from webhook_pipeline.providers.base import Verified
+    from webhook_pipeline.providers.model import Verified
 
     if planned.source.resource_key is None:
         return None

@@ -33,10 +33,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer
 from webhook_pipeline.adapters.dynamodb import TIME_INDEX, TIME_INDEX_SHARDS, TIME_KEY, TIME_SHARD
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 #: Upper bound of one page.
 MAX_PAGE = 500
@@ -158,7 +161,7 @@ def decode_cursor(cursor: str) -> str:
 
 
 def iter_deliveries(
-    client: Any,
+    client: DynamoDBClient,
     table: str,
     *,
     newest: datetime,
@@ -256,7 +259,7 @@ def iter_deliveries(
 
 
 def list_deliveries(
-    client: Any,
+    client: DynamoDBClient,
     table: str,
     *,
     newest: datetime,
@@ -321,7 +324,7 @@ def list_deliveries(
 
 
 def resource_history(
-    client: Any,
+    client: DynamoDBClient,
     table: str,
     *,
     source: str,

@@ -463,7 +463,7 @@ def test_concurrent_copies_of_one_delivery_apply_exactly_once(resources: None) -
             results: list[Outcome] = results,
         ) -> None:
             barrier.wait()
-            results.append(service.process_message(Message(mid, body)).outcome)
+            results.append(service.process_batch([Message(mid, body)])[mid].outcome)
 
         threads = [threading.Thread(target=worker, args=(f"m{i}",)) for i in range(2)]
         for t in threads:

@@ -25,6 +25,7 @@ from webhook_pipeline.process.model import (
     HookState,
     Message,
     Outcome,
+    RecordResult,
     StoreResult,
 )
 from webhook_pipeline.process.service import ProcessorService, attempt_token, load_body, plan
@@ -115,6 +116,11 @@ def make_service(
     )
 
 
+def process_one(service: ProcessorService, message: Message) -> RecordResult:
+    """``message`` through the entry point the handler calls, as a batch of one."""
+    return service.process_batch([message])[message.message_id]
+
+
 # -- ordering -----------------------------------------------------------------------------------
 
 
@@ -176,9 +182,9 @@ def test_sequence_3_2_4_across_batches_is_applied_stale_applied() -> None:
 def test_equal_sequence_from_another_delivery_is_applied_and_the_watermark_stays() -> None:
     store = MemoryStore()
     service = make_service(store)
-    first = service.process_message(msg("a", envelope_json("evt_a", seq=5)))
-    second = service.process_message(msg("b", envelope_json("evt_b", seq=5)))
-    older = service.process_message(msg("c", envelope_json("evt_c", seq=4)))
+    first = process_one(service, msg("a", envelope_json("evt_a", seq=5)))
+    second = process_one(service, msg("b", envelope_json("evt_b", seq=5)))
+    older = process_one(service, msg("c", envelope_json("evt_c", seq=4)))
     assert (first.outcome, second.outcome, older.outcome) == (
         Outcome.APPLIED,
         Outcome.APPLIED,
@@ -206,7 +212,7 @@ def test_record_carries_ttl_from_retention_and_attempt_token() -> None:
             seen.append(delivery)
             return super().record(delivery)
 
-    make_service(Spy()).process_message(msg("m1", envelope_json("evt_1"), receive_count=2))
+    process_one(make_service(Spy()), msg("m1", envelope_json("evt_1"), receive_count=2))
     (record,) = seen
     assert record.expires_at == int((NOW + timedelta(days=7)).timestamp())
     assert record.attempt_token == attempt_token(msg("m1", "", receive_count=2))
@@ -226,7 +232,7 @@ def test_record_carries_ttl_from_retention_and_attempt_token() -> None:
 )
 def test_store_errors_map_to_outcomes(error: Exception, outcome: Outcome) -> None:
     store = MemoryStore(fail_with={"evt_1": error})
-    result = make_service(store).process_message(msg("m1", envelope_json("evt_1")))
+    result = process_one(make_service(store), msg("m1", envelope_json("evt_1")))
     assert result.outcome is outcome
     assert not result.acknowledged
     assert result.error is error
@@ -261,7 +267,7 @@ def test_inline_body_is_decoded_and_checked() -> None:
     ],
 )
 def test_inline_body_mismatch_is_malformed(over: dict[str, Any]) -> None:
-    result = make_service().process_message(msg("m1", envelope_json("evt_1", **over)))
+    result = process_one(make_service(), msg("m1", envelope_json("evt_1", **over)))
     assert result.outcome is Outcome.MALFORMED
     assert result.reason
 
@@ -284,7 +290,7 @@ def test_claim_check_body_is_fetched_and_checked() -> None:
     hooks = HookRegistry()
     hooks.register("stripe", None, lambda event: seen.append(event.body))
     service = make_service(hooks=hooks, payloads=MemoryPayloads({"stripe/evt_big": raw}))
-    result = service.process_message(msg("m1", _claim_check_envelope(raw)))
+    result = process_one(service, msg("m1", _claim_check_envelope(raw)))
     assert result.outcome is Outcome.APPLIED
     assert seen == [raw]
 
@@ -292,17 +298,18 @@ def test_claim_check_body_is_fetched_and_checked() -> None:
 def test_claim_check_body_altered_in_s3_is_malformed() -> None:
     raw = b"x" * 1000
     payloads = MemoryPayloads({"stripe/evt_big": raw[:-1] + b"y"})
-    result = make_service(payloads=payloads).process_message(msg("m1", _claim_check_envelope(raw)))
+    result = process_one(make_service(payloads=payloads), msg("m1", _claim_check_envelope(raw)))
     assert result.outcome is Outcome.MALFORMED
     assert "sha256" in (result.reason or "")
 
 
 def test_claim_check_object_missing_is_malformed_and_s3_outage_is_retry() -> None:
     raw = b"x" * 10
-    missing = make_service().process_message(msg("m1", _claim_check_envelope(raw)))
-    outage = make_service(
-        payloads=MemoryPayloads(error=PayloadUnavailableError("SlowDown"))
-    ).process_message(msg("m1", _claim_check_envelope(raw)))
+    missing = process_one(make_service(), msg("m1", _claim_check_envelope(raw)))
+    outage = process_one(
+        make_service(payloads=MemoryPayloads(error=PayloadUnavailableError("SlowDown"))),
+        msg("m1", _claim_check_envelope(raw)),
+    )
     assert (missing.outcome, outage.outcome) == (Outcome.MALFORMED, Outcome.RETRY)
 
 
@@ -314,7 +321,7 @@ def test_hook_runs_after_apply_with_the_verified_event() -> None:
     hooks = HookRegistry()
     hooks.register("stripe", "customer.updated", events.append)
     store = MemoryStore()
-    result = make_service(store, hooks).process_message(msg("m1", envelope_json("evt_1", seq=7)))
+    result = process_one(make_service(store, hooks), msg("m1", envelope_json("evt_1", seq=7)))
     assert (result.outcome, result.hook) == (Outcome.APPLIED, "ran")
     (event,) = events
     assert (event.idempotency_key, event.resource_key, event.sequence) == (
@@ -331,9 +338,9 @@ def test_hook_not_run_for_stale_or_completed_duplicate() -> None:
     hooks = HookRegistry()
     hooks.register("stripe", None, lambda e: calls.append(e.delivery_id))
     service = make_service(MemoryStore(), hooks)
-    service.process_message(msg("a", envelope_json("evt_a", seq=5)))
-    stale = service.process_message(msg("b", envelope_json("evt_b", seq=4)))
-    dup = service.process_message(msg("c", envelope_json("evt_a", seq=5)))
+    process_one(service, msg("a", envelope_json("evt_a", seq=5)))
+    stale = process_one(service, msg("b", envelope_json("evt_b", seq=4)))
+    dup = process_one(service, msg("c", envelope_json("evt_a", seq=5)))
     assert calls == ["evt_a"]
     assert (stale.outcome, stale.hook, dup.outcome, dup.hook) == (
         Outcome.STALE,
@@ -357,8 +364,8 @@ def test_hook_failure_is_retry_and_redelivery_runs_only_the_hook() -> None:
     store = MemoryStore()
     service = make_service(store, hooks)
     # When the delivery is processed, then redelivered
-    first = service.process_message(msg("m1", envelope_json("evt_1", seq=3)))
-    second = service.process_message(msg("m1", envelope_json("evt_1", seq=3), receive_count=2))
+    first = process_one(service, msg("m1", envelope_json("evt_1", seq=3)))
+    second = process_one(service, msg("m1", envelope_json("evt_1", seq=3), receive_count=2))
     # Then the first is a retry, the second runs the hook only (no second apply)
     assert (first.outcome, first.hook) == (Outcome.RETRY, "failed")
     assert "downstream 503" in (first.reason or "")

@@ -17,8 +17,9 @@ from webhook_pipeline.envelope import Envelope, sha256_hex
 from webhook_pipeline.errors import QueueOperationError
 from webhook_pipeline.replay.ports import DlqMessage
 from webhook_pipeline.replay.rate import RateLimiter
+from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline.replay.run import MAX_IDLE_RECEIVES, MessageResult, replay
+from webhook_pipeline.replay.run import MAX_IDLE_RECEIVES, replay
 
 pytestmark = pytest.mark.unit
 
@@ -286,6 +287,18 @@ def test_consecutive_send_failures_stop_the_run() -> None:
     assert not report.complete
     assert len(dlq.bodies) == 20
     assert dlq.all_visible()
+
+
+def test_a_successful_send_resets_the_count_of_consecutive_failures() -> None:
+    # Given failures separated by successes, never three in a row
+    dlq, main = FakeDlq(), FakeMainQueue(fail_for={"evt_0", "evt_1", "evt_3", "evt_4"})
+    fill(dlq, 6)
+    # When replaying with a limit of three consecutive failures
+    report = replay(ReplayRequest(), dlq, main, max_consecutive_failures=3)
+    # Then the run is not stopped: four failures in all, at most two in a row
+    assert report.stopped == "drained"
+    assert (report.replayed, report.failed) == (2, 4)
+    assert main.delivery_ids() == ["evt_2", "evt_5"]
 
 
 def test_delete_failure_after_send_is_counted_and_harmless() -> None:

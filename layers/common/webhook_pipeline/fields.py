@@ -280,24 +280,9 @@ def read_value(
         The value is present but of the wrong shape (an object where a string is expected, a
         sequence that is not an integer or ISO-8601 timestamp, text that is not valid Unicode).
     """
-    raw_value: Any
     if location.digest:
         return hashlib.sha256(raw).hexdigest()
-    if location.signed:
-        raw_value = signed_id
-    elif location.value:
-        raw_value = location.value
-    elif location.request:
-        raw_value = request_id
-    elif location.header:
-        raw_value = headers.get(location.header.lower())
-    elif isinstance(location.body, list):
-        parts = [dig(document, path) for path in location.body]
-        if any(p is None or p == "" or isinstance(p, dict | list) for p in parts):
-            return None
-        raw_value = ":".join(str(p).lower() if isinstance(p, bool) else str(p) for p in parts)
-    else:
-        raw_value = dig(document, location.body or "")
+    raw_value = _raw_value(location, headers, document, signed_id, request_id)
     if raw_value is None or raw_value == "":
         return None
     if isinstance(raw_value, str) and not _is_utf8_encodable(raw_value):
@@ -310,6 +295,30 @@ def read_value(
     if location.format == "int":
         return _integer(raw_value, location)
     return _iso8601_micros(raw_value, location)
+
+
+def _raw_value(
+    location: FieldLocation,
+    headers: Mapping[str, str],
+    document: Any,
+    signed_id: str | None,
+    request_id: str | None,
+) -> Any:
+    """The value at ``location`` as found, before its format is checked (``None``: absent)."""
+    if location.signed:
+        return signed_id
+    if location.value:
+        return location.value
+    if location.request:
+        return request_id
+    if location.header:
+        return headers.get(location.header.lower())
+    if isinstance(location.body, list):
+        parts = [dig(document, path) for path in location.body]
+        if any(p is None or p == "" or isinstance(p, dict | list) for p in parts):
+            return None
+        return ":".join(str(p).lower() if isinstance(p, bool) else str(p) for p in parts)
+    return dig(document, location.body or "")
 
 
 def _integer(value: Any, location: FieldLocation) -> int:

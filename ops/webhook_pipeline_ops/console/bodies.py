@@ -15,9 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 #: At most this many bytes of a body are shown (the rest is counted, not sent to the browser).
 MAX_SHOWN_BYTES = 64 * 1024
@@ -119,7 +122,7 @@ def claim_check_prefix(source: str, delivery_id: str) -> str:
 
 
 def find_claim_check_body(
-    s3: Any, bucket: str, source: str, delivery_id: str, size: int, sha256: str
+    s3: S3Client, bucket: str, source: str, delivery_id: str, size: int, sha256: str
 ) -> BodyView | None:
     """The delivery's body from the payload bucket, verified against its record.
 

@@ -25,7 +25,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
 
 #: Seconds between two local queue samples, and how many are kept (one hour).
 SAMPLE_SECONDS = 5.0
@@ -161,7 +164,7 @@ def queue_name(url: str) -> str:
 
 
 def metric_series(
-    cloudwatch: Any,
+    cloudwatch: CloudWatchClient,
     names: Names,
     *,
     local: bool,
@@ -257,7 +260,7 @@ def metric_series(
     return out
 
 
-def alarms(cloudwatch: Any, stack: str) -> list[dict[str, Any]]:
+def alarms(cloudwatch: CloudWatchClient, stack: str) -> list[dict[str, Any]]:
     """The stack's CloudWatch alarms: name (without the stack prefix), state, why, since when.
 
     Raises

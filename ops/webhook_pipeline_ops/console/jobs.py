@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import Field
 from webhook_pipeline.envelope import Envelope
+from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayFilter, ReplayRequest
-from webhook_pipeline.replay.run import MessageResult
 
 from webhook_pipeline_ops.aws import Aws
 from webhook_pipeline_ops.commands_replay import Tally, run_direct

@@ -50,8 +50,8 @@ def load_template(path: str | Path) -> dict[str, Any]:
     from cfn_tools import load_yaml
 
     text = Path(path).read_text()
-    data = load_yaml(text)
-    return _plain(data)
+    data: dict[str, Any] = _plain(load_yaml(text))
+    return data
 
 
 def _plain(value: Any) -> Any:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline.secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
@@ -49,6 +49,9 @@ from webhook_pipeline_ops.local.poller import SqsPoller
 from webhook_pipeline_ops.local.provision import HttpRoute, Stack, provision
 from webhook_pipeline_ops.local.redis_runtime import RedisRuntime, start_redis
 from webhook_pipeline_ops.local.runtime import LocalFunction
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
 
 log = logging.getLogger("webhook_pipeline_ops.local")
 
@@ -213,7 +216,7 @@ def dev_secret(source: ResolvedSource, *, random: bool) -> tuple[str, str]:
 
 
 def seed_secrets(
-    secretsmanager: Any, prefix: str, sources_file: Path | None, *, random: bool
+    secretsmanager: SecretsManagerClient, prefix: str, sources_file: Path | None, *, random: bool
 ) -> dict[str, Any]:
     """Create one secret per example source under ``prefix``; return the ``secrets.json``
     document. Every provider of the registry is covered (the catalogue sources)."""
@@ -250,7 +253,7 @@ def read_ready(directory: Path | None = None) -> dict[str, Any] | None:
     """The ``ready`` document of a live local stack, or ``None`` (a stale file is removed)."""
     path = state_dir(directory) / READY_FILE
     try:
-        doc = json.loads(path.read_text())
+        doc: dict[str, Any] = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     if not _alive(int(doc.get("pid", 0))):
@@ -428,7 +431,7 @@ class LocalStack:
             ),
             f"{opts.stack_name}/",
         )
-        sources_file = next(
+        seeded_sources = next(
             (
                 Path(f.environment["SOURCES_FILE"])
                 for f in stack.functions.values()
@@ -437,7 +440,7 @@ class LocalStack:
             default_sources,
         )
         secrets_doc = seed_secrets(
-            clients.secretsmanager, prefix, sources_file, random=opts.random_secrets
+            clients.secretsmanager, prefix, seeded_sources, random=opts.random_secrets
         )
         _write_json(self.dir / SECRETS_FILE, secrets_doc, mode=0o600)
 
@@ -516,7 +519,9 @@ class LocalStack:
         if dlq is None and main is not None and main.attributes.get("RedrivePolicy"):
             arn = json.loads(main.attributes["RedrivePolicy"])["deadLetterTargetArn"]
             dlq = stack.queue_by_arn(arn)
-        outputs = {k: v for k, v in stack.outputs.items() if isinstance(v, str | int | float)}
+        outputs: dict[str, Any] = {
+            k: v for k, v in stack.outputs.items() if isinstance(v, str | int | float)
+        }
         replay = self.functions.get("ReplayFunction")
         outputs.update(
             {
@@ -686,7 +691,8 @@ class _Clients:
             if service not in self._clients:
                 from botocore.config import Config
 
-                self._clients[service] = self._session.client(
+                # A client per attribute name: the name is only known at run time.
+                self._clients[service] = self._session.client(  # type: ignore[call-overload]
                     service,
                     endpoint_url=self._endpoint,
                     config=Config(

@@ -259,6 +259,17 @@ class TestTemplates:
             scheme.verify(request(missing), [SECRET], NOW)
         assert err.value.reason == "signature_malformed"
 
+    def test_a_delivery_id_holding_a_separator_of_the_template_is_refused(self) -> None:
+        # {delivery_id}.{body}: id "ord.1" + body "2.{..}" signs what id "ord" + "1.2.{..}" signs
+        template = {"signed_template": "{delivery_id}.{body}", "delivery_id_header": "X-Id"}
+        scheme = build_scheme("generic-hmac", {"header": "X-Sig", **template})
+        hdrs = scheme.sign(BODY, SECRET, timestamp=NOW, delivery_id="ord.1")
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs), [SECRET], NOW)
+        assert err.value.reason == "signature_malformed"
+        plain = scheme.sign(BODY, SECRET, timestamp=NOW, delivery_id="ord-1")
+        assert scheme.verify(request(plain), [SECRET], NOW).delivery_id == "ord-1"
+
     def test_delivery_id_header_without_placeholder_is_only_sent(self) -> None:
         scheme = build_scheme("generic-hmac", {"header": "X-Sig", "delivery_id_header": "X-Id"})
         hdrs = scheme.sign(BODY, SECRET, timestamp=NOW, delivery_id="d1")

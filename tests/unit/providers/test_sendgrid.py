@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from sendgrid.helpers.eventwebhook import EventWebhook
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.base import Verified
+from webhook_pipeline.providers.model import Verified
 from webhook_pipeline.providers.sendgrid import (
     HEADER,
     TIMESTAMP_HEADER,

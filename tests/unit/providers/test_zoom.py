@@ -100,3 +100,12 @@ def test_wrong_secret_stale_and_future_are_rejected() -> None:
         with pytest.raises(TimestampError) as terr:
             scheme.verify(req, [SECRET], TS)
         assert terr.value.reason == reason
+
+
+@pytest.mark.parametrize("value", [stdlib_v0(BODY)[:-2], stdlib_v0(BODY) + "ab"])
+def test_a_digest_that_is_not_32_bytes_is_malformed(value: str) -> None:
+    # A truncated or lengthened hex digest is not a Zoom signature at all (not merely a mismatch)
+    req = make_request({HEADER: value, TIMESTAMP_HEADER: str(TS)}, BODY)
+    with pytest.raises(VerificationError) as err:
+        scheme.verify(req, [SECRET], TS)
+    assert err.value.reason == "signature_malformed"

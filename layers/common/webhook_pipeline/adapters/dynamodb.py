@@ -1,4 +1,4 @@
-"""DynamoDB adapter of :class:`webhook_pipeline.processing.DeliveryStore` (single table).
+"""DynamoDB adapter of :class:`webhook_pipeline.process.ports.DeliveryStore` (single table).
 
 Item types (see docs/data-model.md):
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -38,6 +38,9 @@ from webhook_pipeline.process.model import (
     Outcome,
     StoreResult,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 DELIVERY_SK = "DELIVERY"
 RESOURCE_SK = "RESOURCE"
@@ -51,17 +54,7 @@ TIME_INDEX_SHARDS = 8
 TIME_SHARD = "received_shard"
 TIME_KEY = "received_key"
 
-# Cancellation reason codes (per TransactItems index) and error codes that a later attempt may
-# not hit again.
-_TRANSIENT_REASONS = frozenset(
-    {
-        "TransactionConflict",
-        "ThrottlingError",
-        "ProvisionedThroughputExceeded",
-        "RequestLimitExceeded",
-        "InternalServerError",
-    }
-)
+# Error codes that a later attempt may not hit again.
 _TRANSIENT_ERRORS = frozenset(
     {
         "TransactionConflictException",
@@ -149,7 +142,7 @@ class DynamoDBDeliveryStore:
         ``TABLE_NAME``; keys ``pk`` (S) and ``sk`` (S), TTL attribute ``expires_at``.
     """
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._client = client
         self._table = table_name
 
@@ -293,9 +286,8 @@ class DynamoDBDeliveryStore:
             return self._put_delivery(delivery, Outcome.STALE, watermark)
         if "ValidationError" in codes:
             raise StoreBugError(f"transaction rejected as invalid: reasons {codes}") from exc
-        if any(code in _TRANSIENT_REASONS for code in codes):
-            raise TransientError(f"transaction cancelled: reasons {codes}") from exc
-        raise TransientError(f"transaction cancelled for an unknown reason: {codes}") from exc
+        # Conflicts, throttling and unknown reasons alike: a later attempt may succeed.
+        raise TransientError(f"transaction cancelled: reasons {codes}") from exc
 
     def _put_delivery(
         self, delivery: DeliveryRecord, outcome: Outcome, watermark: int | None = None

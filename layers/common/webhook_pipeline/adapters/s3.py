@@ -2,17 +2,20 @@
 
 The ingest function ``put``s a large body and sends a :class:`BodyPointer` in the envelope; the
 processor ``get``s it back and checks it against the envelope's ``body_size``/``body_sha256``
-(:func:`webhook_pipeline.processing.load_body`).
+(:func:`webhook_pipeline.process.service.load_body`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook_pipeline.envelope import BodyPointer
 from webhook_pipeline.errors import PayloadIntegrityError, PayloadUnavailableError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 _MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
@@ -28,7 +31,7 @@ class S3PayloadStore:
         The payload bucket (``PAYLOAD_BUCKET``).
     """
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str) -> None:
         self._client = client
         self._bucket = bucket
 

@@ -1,6 +1,7 @@
-"""boto3 SQS adapters of the replay ports: the DLQ reader and the main-queue sender for replays.
+"""boto3 SQS adapters: the ingest's envelope queue (:class:`SqsQueue`) and the replay ports (the
+DLQ reader and the main-queue sender for replays).
 
-They translate botocore errors into :class:`~webhook_pipeline.replay.QueueOperationError` so the
+They translate botocore errors into :class:`~webhook_pipeline.errors.QueueOperationError` so the
 replay domain never sees a botocore type. The clients are created (with timeouts and retries) by
 the caller: the replay function's handler or the operator CLI.
 """
@@ -12,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -27,6 +28,13 @@ DEPTH_ATTRIBUTES = (
     "ApproximateNumberOfMessagesNotVisible",
     "ApproximateNumberOfMessagesDelayed",
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import (
+        MessageAttributeValueTypeDef,
+        SendMessageBatchRequestEntryTypeDef,
+    )
 
 
 def _describe(exc: Exception) -> str:
@@ -67,7 +75,7 @@ class SqsDeadLetterQueue:
         answer really means "nothing visible" rather than "nothing on the servers sampled".
     """
 
-    def __init__(self, client: Any, queue_url: str, wait_time_seconds: int = 1) -> None:
+    def __init__(self, client: SQSClient, queue_url: str, wait_time_seconds: int = 1) -> None:
         self.client = client
         self.queue_url = queue_url
         self.wait_time_seconds = wait_time_seconds
@@ -133,7 +141,7 @@ class SqsDeadLetterQueue:
 class SqsReplaySender:
     """The main queue through an SQS client, for replays (implements ``MainQueueSender``)."""
 
-    def __init__(self, client: Any, queue_url: str) -> None:
+    def __init__(self, client: SQSClient, queue_url: str) -> None:
         self.client = client
         self.queue_url = queue_url
 
@@ -147,7 +155,7 @@ class SqsReplaySender:
             raise QueueOperationError(f"send to the main queue failed: {_describe(exc)}") from exc
 
 
-def queue_attributes(client: Any, queue_url: str) -> dict[str, str]:
+def queue_attributes(client: SQSClient, queue_url: str) -> dict[str, str]:
     """All attributes of a queue (raises :class:`QueueOperationError`)."""
     try:
         response = client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["All"])
@@ -155,10 +163,10 @@ def queue_attributes(client: Any, queue_url: str) -> dict[str, str]:
         raise QueueOperationError(
             f"reading attributes of {queue_url} failed: {_describe(exc)}"
         ) from exc
-    return dict(response.get("Attributes", {}))
+    return {str(name): value for name, value in response.get("Attributes", {}).items()}
 
 
-def queue_depth(client: Any, queue_url: str) -> int | None:
+def queue_depth(client: SQSClient, queue_url: str) -> int | None:
     """Approximate depth (visible + in flight + delayed), ``None`` when unreadable."""
     try:
         attributes = queue_attributes(client, queue_url)
@@ -195,14 +203,14 @@ def message_body(envelope: Envelope) -> str:
     return text
 
 
-def message_attributes(envelope: Envelope) -> dict[str, dict[str, Any]]:
+def message_attributes(envelope: Envelope) -> dict[str, MessageAttributeValueTypeDef]:
     """``source`` and ``delivery_id`` attributes, so operators can look without parsing bodies.
 
     A delivery id with characters SQS refuses in a string attribute is sent as a ``Binary``
     attribute (its UTF-8 bytes) instead of being copied raw, which real SQS would refuse on
     every retry.
     """
-    delivery_id: dict[str, Any] = (
+    delivery_id: MessageAttributeValueTypeDef = (
         {"DataType": "Binary", "BinaryValue": envelope.delivery_id.encode("utf-8")}
         if SQS_REFUSED.search(envelope.delivery_id)
         else {"DataType": "String", "StringValue": envelope.delivery_id}
@@ -213,15 +221,12 @@ def message_attributes(envelope: Envelope) -> dict[str, dict[str, Any]]:
     }
 
 
-def _entry_size(body: str, attributes: dict[str, dict[str, Any]]) -> int:
+def _entry_size(body: str, attributes: dict[str, MessageAttributeValueTypeDef]) -> int:
     size = len(body.encode("utf-8"))
     for name, attr in attributes.items():
         value = attr.get("StringValue") or attr.get("BinaryValue") or b""
-        size += (
-            len(name)
-            + len(attr["DataType"])
-            + len(value if isinstance(value, bytes) else value.encode())
-        )
+        data = value.encode() if isinstance(value, str) else value
+        size += len(name) + len(attr["DataType"]) + (len(data) if isinstance(data, bytes) else 0)
     return size
 
 
@@ -233,7 +238,7 @@ class SqsQueue:
     attributes of :func:`message_attributes`.
     """
 
-    client: Any
+    client: SQSClient
     queue_url: str
 
     def send(self, envelope: Envelope) -> str:
@@ -261,7 +266,7 @@ class SqsQueue:
         the others are sent.
         """
         result = BatchSendResult()
-        chunks: list[list[tuple[int, dict[str, Any]]]] = [[]]
+        chunks: list[list[tuple[int, SendMessageBatchRequestEntryTypeDef]]] = [[]]
         size = 0
         for index, envelope in enumerate(envelopes):
             body, attributes = message_body(envelope), message_attributes(envelope)
@@ -271,7 +276,11 @@ class SqsQueue:
             ):
                 chunks.append([])
                 size = 0
-            entry = {"Id": str(index), "MessageBody": body, "MessageAttributes": attributes}
+            entry: SendMessageBatchRequestEntryTypeDef = {
+                "Id": str(index),
+                "MessageBody": body,
+                "MessageAttributes": attributes,
+            }
             chunks[-1].append((index, entry))
             size += entry_size
         for position, chunk in enumerate(chunks):

@@ -114,6 +114,3 @@ class CircuitBreaker:
 
     def trip(self) -> None:
         self._open_until = self.now() + self.cooldown_seconds
-
-    def reset(self) -> None:
-        self._open_until = 0.0

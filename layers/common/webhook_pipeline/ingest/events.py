@@ -17,7 +17,7 @@ from webhook_pipeline.fields import (
     read_value,
 )
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Verified
+from webhook_pipeline.providers.model import Verified
 from webhook_pipeline.sources import ResolvedSource
 
 # Bounds that keep an envelope within SQS's message size and its DynamoDB keys within their

@@ -15,7 +15,6 @@ each event is claimed and enqueued as its own envelope, with one Redis round tri
 
 from __future__ import annotations
 
-import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -24,8 +23,6 @@ from dataclasses import dataclass, field, replace
 from webhook_pipeline.errors import (
     DeliveryInFlightError,
     EnqueueError,
-    GateClosedError,
-    GateUnavailableError,
     IngestError,
     MethodNotAllowedError,
     PayloadTooLargeError,
@@ -44,43 +41,29 @@ from webhook_pipeline.ingest.claims import (
 )
 from webhook_pipeline.ingest.envelopes import EnvelopeFactory
 from webhook_pipeline.ingest.events import DeliveryEvent, read_events
+from webhook_pipeline.ingest.gatekeeper import Gatekeeper
+from webhook_pipeline.ingest.policy import IngestPolicy
 from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore, SecretStore
 from webhook_pipeline.observability import MetricName, count, count_by, logger
-from webhook_pipeline.providers.base import Answer, Handshake, Verified
+from webhook_pipeline.providers.model import Answer, Handshake, Verified
 from webhook_pipeline.secrets import SourceSecret
 from webhook_pipeline.sources import ResolvedSource
 
 
-@dataclass(frozen=True)
-class IngestPolicy:
-    """The numbers the ingest use case works with (all from :class:`IngestSettings`).
-
-    Attributes
-    ----------
-    claim_ttl_seconds : int
-        Pending-claim TTL, seconds.
-    dedup_ttl_max_seconds : int
-        Cap of every source's done-claim TTL, seconds.
-    max_body_bytes, inline_body_max_bytes : int
-        413 above the first; S3 claim check above the second (bytes).
-    fail_open : bool
-        Enqueue without the gate when Redis is unavailable.
-    redis_key_prefix : str
-        Prefix of gate keys.
-    retry_after_seconds : int
-        ``Retry-After`` of 503 answers, seconds.
-    public_base_url : str
-        The base URL senders call, for providers that sign the URL (empty: the request's own).
-    """
-
-    claim_ttl_seconds: int = 30
-    dedup_ttl_max_seconds: int = 30 * 86_400
-    max_body_bytes: int = 1_048_576
-    inline_body_max_bytes: int = 150_000
-    fail_open: bool = True
-    redis_key_prefix: str = "whd:"
-    retry_after_seconds: int = 5
-    public_base_url: str = ""
+def first_of_each_id(
+    events: list[DeliveryEvent],
+) -> tuple[list[DeliveryEvent], list[tuple[DeliveryEvent, DeliveryEvent]]]:
+    """The events of one POST with each delivery id once (the first copy, in order), and each
+    later copy with the first it repeats: one POST naming an id twice is one delivery (claiming
+    both would find the first still pending and answer 503)."""
+    first: dict[str, DeliveryEvent] = {}
+    repeats = []
+    for event in events:
+        if event.delivery_id in first:
+            repeats.append((event, first[event.delivery_id]))
+        else:
+            first[event.delivery_id] = event
+    return list(first.values()), repeats
 
 
 @dataclass
@@ -103,6 +86,10 @@ class IngestService:
     _valid_secrets: dict[tuple[str, tuple[str, ...]], str | None] = field(
         default_factory=dict, init=False, repr=False
     )
+    _gatekeeper: Gatekeeper = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._gatekeeper = Gatekeeper(self.gate, self.breaker, self.policy)
 
     def handle(self, request: WebhookRequest) -> Answer:
         """The answer to ``request`` (never raises for an expected failure).
@@ -156,7 +143,9 @@ class IngestService:
         verified = self._verify(source, request, secret)
         events = read_events(source, request, verified)
         if verified.replay_token is not None:
-            self._use_once(source, verified.replay_token, [e.delivery_id for e in events])
+            self._gatekeeper.use_once(
+                source, verified.replay_token, [e.delivery_id for e in events]
+            )
         logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
         if provider.batch_path is None:
             return self._single(source, request, events[0])
@@ -221,40 +210,6 @@ class IngestService:
             )
         return verified
 
-    def _use_once(self, source: ResolvedSource, token: str, delivery_ids: list[str]) -> None:
-        """Bind a provider's one-time token (Mailgun's ``token``) to the deliveries it first
-        came with, for twice its tolerance.
-
-        The same token with the same delivery ids again is the sender's resend (or a retry after
-        a 503 released the claim): it goes on to the gate, which answers a duplicate 200 or
-        accepts it. The same token with other delivery ids is a captured signature carrying
-        another body.
-
-        Raises
-        ------
-        VerificationError
-            ``replay_detected``: the token came before with other delivery ids. With Redis
-            unavailable the check is skipped (fail open) or the request is 503 (fail closed), as
-            for the claim.
-        """
-        if not self._gate_available() or self.gate is None:
-            return
-        digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
-        key = f"{self.policy.redis_key_prefix}{source.name}:token:{digest}"
-        owner = hashlib.sha256("\n".join(delivery_ids).encode("utf-8")).hexdigest()
-        ttl = 2 * (source.provider.tolerance_seconds or self.policy.claim_ttl_seconds)
-        try:
-            ours = self.gate.claim_once(key, ttl, owner)
-        except GateUnavailableError as exc:
-            self._gate_failed(exc)
-            return
-        if not ours:
-            count(MetricName.SIGNATURE_INVALID)
-            logger.info("one-time token reused", extra={"reason": "replay_detected"})
-            raise VerificationError(
-                "replay_detected", "the signed one-time token came before with another delivery"
-            )
-
     @staticmethod
     def _count_rejection(exc: VerificationError) -> None:
         if isinstance(exc, TimestampError):
@@ -292,7 +247,7 @@ class IngestService:
         self, source: ResolvedSource, request: WebhookRequest, event: DeliveryEvent
     ) -> Answer:
         claim = self._new_claim(source, event)
-        result = self._claim(claim)
+        result = self._gatekeeper.claim(claim)
         if result is not None and result.outcome is ClaimOutcome.DUPLICATE:
             return self._duplicate(source, event, result)
         if result is not None and result.outcome is ClaimOutcome.IN_FLIGHT:
@@ -309,10 +264,10 @@ class IngestService:
                 "enqueue failed; releasing the claim", extra={"error": type(exc).__name__}
             )
             if holds_claim:
-                self._release([claim])
+                self._gatekeeper.release([claim])
             raise EnqueueError(detail=type(exc).__name__) from exc
         if holds_claim:
-            self._confirm([claim], source)
+            self._gatekeeper.confirm([claim], source)
         count(MetricName.ACCEPTED)
         logger.info(
             "accepted",
@@ -350,29 +305,13 @@ class IngestService:
     def _batch(
         self, source: ResolvedSource, request: WebhookRequest, received: list[DeliveryEvent]
     ) -> Answer:
-        # One POST naming one delivery id twice is one delivery: the first copy is claimed, the
-        # others are duplicates of it (claiming both would find the first still pending).
-        events: list[DeliveryEvent] = []
-        first: dict[str, DeliveryEvent] = {}
-        for event in received:
-            if event.delivery_id in first:
-                count(MetricName.DUPLICATE_DISCARDED)
-                self._check_body(event, first[event.delivery_id].digest)
-            else:
-                first[event.delivery_id] = event
-                events.append(event)
+        events, repeats = first_of_each_id(received)
+        for repeat, earlier in repeats:
+            count(MetricName.DUPLICATE_DISCARDED)
+            self._check_body(repeat, earlier.digest)
         claims = [self._new_claim(source, event) for event in events]
-        results = self._claim_many(claims)
-        new: list[int] = []
-        in_flight = 0
-        for index, (event, result) in enumerate(zip(events, results, strict=True)):
-            if result is None or result.outcome is ClaimOutcome.CLAIMED:
-                new.append(index)
-            elif result.outcome is ClaimOutcome.DUPLICATE:
-                count(MetricName.DUPLICATE_DISCARDED)
-                self._check_body(event, result.stored_digest)
-            else:
-                in_flight += 1
+        results = self._gatekeeper.claim_many(claims)
+        new, in_flight = self._new_events(events, results)
         factory = self._envelopes(source, request)
         held = [claims[i] for i in new if results[i] is not None]
         try:
@@ -382,13 +321,13 @@ class IngestService:
             ]
         except Exception as exc:  # the claim-check body could not be stored
             count(MetricName.ENQUEUE_FAILED)
-            self._release(held)
+            self._gatekeeper.release(held)
             raise EnqueueError(detail=type(exc).__name__) from exc
         sent = self.queue.send_batch(envelopes)
         sent_claims = [claims[new[i]] for i in sent.sent if results[new[i]] is not None]
         failed_claims = [claims[new[i]] for i in sent.failed if results[new[i]] is not None]
         if sent_claims:
-            self._confirm(sent_claims, source)
+            self._gatekeeper.confirm(sent_claims, source)
         count(MetricName.ACCEPTED, len(sent.sent))
         logger.info(
             "batch enqueued",
@@ -404,7 +343,7 @@ class IngestService:
         )
         if sent.failed:
             count(MetricName.ENQUEUE_FAILED, len(sent.failed))
-            self._release(failed_claims)
+            self._gatekeeper.release(failed_claims)
             raise EnqueueError(detail=f"{len(sent.failed)} of {len(envelopes)} not enqueued")
         if in_flight:
             raise DeliveryInFlightError(detail=f"{in_flight} events in flight elsewhere")
@@ -418,6 +357,23 @@ class IngestService:
             },
         )
 
+    def _new_events(
+        self, events: list[DeliveryEvent], results: list[ClaimResult | None]
+    ) -> tuple[list[int], int]:
+        """The indexes of the events claimed now (or with the gate bypassed) and how many are
+        in flight elsewhere; duplicates are counted and their bodies compared."""
+        new: list[int] = []
+        in_flight = 0
+        for index, (event, result) in enumerate(zip(events, results, strict=True)):
+            if result is None or result.outcome is ClaimOutcome.CLAIMED:
+                new.append(index)
+            elif result.outcome is ClaimOutcome.DUPLICATE:
+                count(MetricName.DUPLICATE_DISCARDED)
+                self._check_body(event, result.stored_digest)
+            else:
+                in_flight += 1
+        return new, in_flight
+
     # -- the gate --------------------------------------------------------------------------------
 
     def _new_claim(self, source: ResolvedSource, event: DeliveryEvent) -> Claim:
@@ -426,90 +382,6 @@ class IngestService:
 
     def _envelopes(self, source: ResolvedSource, request: WebhookRequest) -> EnvelopeFactory:
         return EnvelopeFactory(source, request, self.payloads, self.policy.inline_body_max_bytes)
-
-    def _gate_available(self) -> bool:
-        if self.gate is None or not self.breaker.allow():
-            if self.gate is not None:
-                count(MetricName.GATE_UNAVAILABLE)
-            self._fail_open_or_raise()
-            return False
-        return True
-
-    def _claim(self, claim: Claim) -> ClaimResult | None:
-        """Claim one delivery; ``None`` means the gate was bypassed (fail open)."""
-        if not self._gate_available() or self.gate is None:
-            return None
-        try:
-            result = self.gate.claim(claim, self.policy.claim_ttl_seconds)
-        except GateUnavailableError as exc:
-            self._gate_failed(exc)
-            return None
-        self.breaker.reset()
-        return result
-
-    def _claim_many(self, claims: list[Claim]) -> list[ClaimResult | None]:
-        """Claim every event of a batch in one round trip; ``None`` entries: gate bypassed."""
-        if not self._gate_available() or self.gate is None:
-            return [None] * len(claims)
-        try:
-            results = self.gate.claim_many(claims, self.policy.claim_ttl_seconds)
-        except GateUnavailableError as exc:
-            self._gate_failed(exc)
-            return [None] * len(claims)
-        self.breaker.reset()
-        return list(results)
-
-    def _gate_failed(self, exc: GateUnavailableError) -> None:
-        self.breaker.trip()
-        count(MetricName.GATE_UNAVAILABLE)
-        logger.warning("dedup gate unavailable", extra={"error": str(exc)[:200]})
-        self._fail_open_or_raise()
-
-    def _fail_open_or_raise(self) -> None:
-        if not self.policy.fail_open:
-            raise GateClosedError()
-
-    def _release(self, claims: list[Claim]) -> None:
-        if self.gate is None or not claims:
-            return
-        try:
-            if len(claims) == 1:
-                if self.gate.release(claims[0]):
-                    count(MetricName.CLAIM_RELEASED)
-            else:
-                self.gate.release_many(claims)
-                count(MetricName.CLAIM_RELEASED, len(claims))
-        except GateUnavailableError as exc:
-            # The pending claims expire after claim_ttl_seconds; until then the sender's retry
-            # answers 503 (in flight), never "duplicate" (I1).
-            count(MetricName.GATE_UNAVAILABLE)
-            logger.warning(
-                "claim release failed; it expires by TTL", extra={"error": str(exc)[:200]}
-            )
-
-    def _confirm(self, claims: list[Claim], source: ResolvedSource) -> None:
-        if self.gate is None:
-            return
-        ttl = self.done_ttl(source)
-        try:
-            if len(claims) == 1:
-                if not self.gate.confirm(claims[0], ttl):
-                    logger.warning("claim was taken over before confirm; left alone")
-            else:
-                self.gate.confirm_many(claims, ttl)
-        except GateUnavailableError as exc:
-            # Enqueued already: a lost confirm only weakens the fast filter; DynamoDB still
-            # records the delivery at most once (I3).
-            count(MetricName.GATE_UNAVAILABLE)
-            logger.warning("claim confirm failed", extra={"error": str(exc)[:200]})
-
-    def done_ttl(self, source: ResolvedSource) -> int:
-        """The done-claim TTL of ``source`` (seconds): its own or its provider's retry horizon,
-        capped by the deployment's maximum and never below the pending TTL."""
-        return max(
-            min(source.dedup_ttl_seconds, self.policy.dedup_ttl_max_seconds),
-            self.policy.claim_ttl_seconds + 1,
-        )
 
 
 __all__ = ["Answer", "IngestPolicy", "IngestService"]

@@ -9,7 +9,7 @@ from webhook_pipeline.process.model import DeliveryRecord, FailureNote, StoreRes
 
 
 class PayloadReader(Protocol):
-    """Where claim-check bodies are read from (S3 in :mod:`webhook_pipeline.payloads`)."""
+    """Where claim-check bodies are read from (S3 in :mod:`webhook_pipeline.adapters.s3`)."""
 
     def get(self, pointer: BodyPointer) -> bytes:
         """The raw body bytes at ``pointer``.
@@ -25,7 +25,8 @@ class PayloadReader(Protocol):
 
 
 class DeliveryStore(Protocol):
-    """The conditional writes the processor needs (DynamoDB in :mod:`webhook_pipeline.store`)."""
+    """The conditional writes the processor needs (DynamoDB in
+    :mod:`webhook_pipeline.adapters.dynamodb`)."""
 
     def record(self, delivery: DeliveryRecord) -> StoreResult:
         """Record the delivery at most once and move the resource watermark forward.

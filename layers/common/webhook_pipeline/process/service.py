@@ -32,7 +32,7 @@ from webhook_pipeline.errors import (
     StoreBugError,
     TransientError,
 )
-from webhook_pipeline.hooks import HookEvent, HookRegistry
+from webhook_pipeline.hooks import Hook, HookEvent, HookRegistry
 from webhook_pipeline.observability import logger
 from webhook_pipeline.process.model import (
     DeliveryRecord,
@@ -205,14 +205,6 @@ class ProcessorService:
                     extra={"message_id": note.message_id, "error": str(exc)[:200]},
                 )
 
-    def process_message(self, message: Message) -> RecordResult:
-        """Process one message on the calling thread (parse, then :meth:`process`)."""
-        try:
-            envelope = Envelope.from_json(message.body)
-        except MalformedEnvelopeError as exc:
-            return RecordResult(message.message_id, Outcome.MALFORMED, reason=str(exc), error=exc)
-        return self.process(message, envelope)
-
     def _check_body(self, envelope: Envelope, stored: StoreResult) -> bool:
         """Whether a copy of a recorded delivery has other content; if so it is logged (both
         digests, never the bodies) and noted on the record. It stays a duplicate (invariant I8);
@@ -250,24 +242,7 @@ class ProcessorService:
             return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
 
         handler = self._hooks.find(envelope.source, envelope.event_type)
-        now = self._clock()
-        record = DeliveryRecord(
-            source=envelope.source,
-            delivery_id=envelope.delivery_id,
-            event_type=envelope.event_type,
-            resource_key=envelope.resource_key,
-            sequence=envelope.sequence,
-            received_at=envelope.received_at,
-            recorded_at=now,
-            expires_at=int((now + self._retention).timestamp()),
-            body_size=envelope.body_size,
-            body_sha256=envelope.body_sha256,
-            content_sha256=envelope.content_digest,
-            hook_pending=handler is not None,
-            message_id=mid,
-            attempt_token=attempt_token(message),
-            replay_count=envelope.replay_count,
-        )
+        record = self._record(message, envelope, hook_pending=handler is not None)
         try:
             stored = self._store.record(record)
         except TransientError as exc:
@@ -289,7 +264,46 @@ class ProcessorService:
             return RecordResult(
                 mid, stored.outcome, envelope, reason=reason, body_mismatch=mismatch
             )
+        return self._run_hook(
+            message, envelope, body, handler, stored, reason=reason, mismatch=mismatch
+        )
 
+    def _record(
+        self, message: Message, envelope: Envelope, *, hook_pending: bool
+    ) -> DeliveryRecord:
+        """The delivery record of ``envelope`` as of now, expiring after the retention."""
+        now = self._clock()
+        return DeliveryRecord(
+            source=envelope.source,
+            delivery_id=envelope.delivery_id,
+            event_type=envelope.event_type,
+            resource_key=envelope.resource_key,
+            sequence=envelope.sequence,
+            received_at=envelope.received_at,
+            recorded_at=now,
+            expires_at=int((now + self._retention).timestamp()),
+            body_size=envelope.body_size,
+            body_sha256=envelope.body_sha256,
+            content_sha256=envelope.content_digest,
+            hook_pending=hook_pending,
+            message_id=message.message_id,
+            attempt_token=attempt_token(message),
+            replay_count=envelope.replay_count,
+        )
+
+    def _run_hook(
+        self,
+        message: Message,
+        envelope: Envelope,
+        body: bytes,
+        handler: Hook,
+        stored: StoreResult,
+        *,
+        reason: str | None,
+        mismatch: bool,
+    ) -> RecordResult:
+        """Run the hook that is due for a recorded delivery, then mark it done."""
+        mid = message.message_id
         event = HookEvent(
             source=envelope.source,
             delivery_id=envelope.delivery_id,

@@ -7,12 +7,12 @@ development secrets, the shared tests and the README's provider table pick it up
 ``docs/providers.md``.
 """
 
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
     HandshakeSample,
-    Provider,
     Sample,
     SignedRequest,
     Signs,

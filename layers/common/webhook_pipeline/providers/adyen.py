@@ -40,18 +40,18 @@ from typing import Any
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.crypto import decode_base64, hmac_digest, match_secrets
+from webhook_pipeline.providers.model import (
     DAY,
     Answer,
     Defaults,
-    Provider,
     Sample,
     SignedRequest,
     Signs,
     Vector,
     Verified,
 )
-from webhook_pipeline.providers.crypto import decode_base64, hmac_digest, match_secrets
 from webhook_pipeline.providers.registry import register
 
 ITEM = "NotificationRequestItem"

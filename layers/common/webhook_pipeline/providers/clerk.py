@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import HOUR, Defaults, Sample, Signs
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.standard_webhooks import StandardWebhooks
 
@@ -28,36 +28,19 @@ def as_svix(headers: dict[str, str]) -> dict[str, str]:
     return {k.replace("webhook-", "svix-", 1): v for k, v in headers.items()}
 
 
-@register
-class Clerk(StandardWebhooks):
-    """Clerk's webhooks: Standard Webhooks ``v1`` as Svix sends it (``svix-id``,
-    ``svix-timestamp``, ``svix-signature``)."""
+class SvixDelivered(StandardWebhooks):
+    """Standard Webhooks ``v1`` as Svix delivers it for a provider (Clerk, Resend): the
+    ``svix-*`` headers, Svix's published vector and retry schedule. A subclass declares its name,
+    references, defaults, development secret and sample."""
 
-    name = "clerk"
-    title = "Clerk"
-    reference = (
-        "clerk.com/docs/webhooks (delivered by Svix); @clerk/backend verifyWebhook; "
-        "the Standard Webhooks provider"
-    )
     signs = Signs(
         id="svix-id header",
         timestamp="svix-timestamp header, seconds",
         note="id, timestamp and body are signed (Standard Webhooks v1 under svix-* headers)",
     )
-    defaults = Defaults(
-        delivery_id=FieldLocation(signed="id"),
-        event_type=FieldLocation(body="type"),
-        resource_key=FieldLocation(body="data.id"),
-        sequence=FieldLocation(body="timestamp", format="int"),
-    )
     retry_horizon_seconds = 28 * HOUR
-    retry_horizon_reference = (
-        "Svix's schedule, which Clerk uses: 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h "
-        "(about 27.6 h)"
-    )
     signature_header = "svix-signature"
     timestamp_header = "svix-timestamp"
-    dev_secret = "whsec_" + base64.b64encode(b"dev-clerk-webhook-signing-secret").decode()
     vectors = (SVIX_VECTOR,)
 
     def sign(
@@ -67,6 +50,30 @@ class Clerk(StandardWebhooks):
         return as_svix(
             super().sign(body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
         )
+
+
+@register
+class Clerk(SvixDelivered):
+    """Clerk's webhooks: Standard Webhooks ``v1`` as Svix sends it (``svix-id``,
+    ``svix-timestamp``, ``svix-signature``)."""
+
+    name = "clerk"
+    title = "Clerk"
+    reference = (
+        "clerk.com/docs/webhooks (delivered by Svix); @clerk/backend verifyWebhook; "
+        "the Standard Webhooks provider"
+    )
+    defaults = Defaults(
+        delivery_id=FieldLocation(signed="id"),
+        event_type=FieldLocation(body="type"),
+        resource_key=FieldLocation(body="data.id"),
+        sequence=FieldLocation(body="timestamp", format="int"),
+    )
+    retry_horizon_reference = (
+        "Svix's schedule, which Clerk uses: 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h "
+        "(about 27.6 h)"
+    )
+    dev_secret = "whsec_" + base64.b64encode(b"dev-clerk-webhook-signing-secret").decode()
 
     def sample(
         self,

@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature
+
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest
 
@@ -200,7 +202,7 @@ def match_secrets_any(
     raise VerificationError("signature_invalid")
 
 
-def match_public_keys(secrets: Sequence[str], verifies: Callable[[str], bool]) -> int:
+def match_public_keys(secrets: Sequence[str], verify: Callable[[str], object]) -> int:
     """Return the index of the first stored public key under which the signature verifies.
 
     The asymmetric counterpart of :func:`match_secrets` (Ed25519, ECDSA): nothing is compared
@@ -210,9 +212,9 @@ def match_public_keys(secrets: Sequence[str], verifies: Callable[[str], bool]) -
     ----------
     secrets : Sequence[str]
         Stored public keys (current first, then the previous one), already validated.
-    verifies : Callable[[str], bool]
-        Whether the request's signature is valid under one stored key (``False`` for a
-        signature that does not verify; never raises for a bad signature).
+    verify : Callable[[str], object]
+        Checks the request's signature under one stored key: returns when it verifies, raises
+        ``cryptography.exceptions.InvalidSignature`` when it does not.
 
     Returns
     -------
@@ -229,6 +231,9 @@ def match_public_keys(secrets: Sequence[str], verifies: Callable[[str], bool]) -
     if not secrets or any(not s for s in secrets):
         raise ConfigurationError("signature verification needs at least one non-empty key")
     for index, key in enumerate(secrets):
-        if verifies(key):
-            return index
+        try:
+            verify(key)
+        except InvalidSignature:
+            continue
+        return index
     raise VerificationError("signature_invalid")

@@ -44,7 +44,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PrivateKey,
@@ -54,22 +53,22 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    Answer,
-    Defaults,
-    Handshake,
-    HandshakeSample,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     match_public_keys,
     signature_header,
     timestamp_header,
+)
+from webhook_pipeline.providers.model import (
+    Answer,
+    Defaults,
+    Handshake,
+    HandshakeSample,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.secrets import SourceSecret
@@ -243,15 +242,9 @@ class Discord(Provider):
             raise VerificationError("signature_malformed", f"{HEADER} is not 128 hex")
         raw_ts, timestamp = timestamp_header(request, TIMESTAMP_HEADER)
         signed = raw_ts.encode("ascii") + request.body
-
-        def verifies(stored: str) -> bool:
-            try:
-                load_public_key(stored).verify(signature, signed)
-            except InvalidSignature:
-                return False
-            return True
-
-        index = match_public_keys(secrets, verifies)
+        index = match_public_keys(
+            secrets, lambda stored: load_public_key(stored).verify(signature, signed)
+        )
         self.check_fresh(timestamp, now)
         return Verified(
             secret_index=index,

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import DAY, Defaults, Provider, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     DIGESTS,
     decode_base64,
@@ -43,6 +43,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 ENCODINGS = ("hex", "base64")
@@ -263,6 +264,28 @@ class GenericHmac(Provider):
     def _encode(self, digest: bytes) -> str:
         return digest.hex() if self.encoding == "hex" else base64.b64encode(digest).decode("ascii")
 
+    def _signed_delivery_id(self, request: WebhookRequest) -> str | None:
+        """The delivery-id header's value where the template signs it (``None`` otherwise).
+
+        Raises
+        ------
+        VerificationError
+            ``signature_malformed``: missing, not ASCII or containing a template separator.
+        """
+        delivery_id: str | None = None
+        if "delivery_id" in self.template and self.delivery_id_header is not None:
+            delivery_id = request.header(self.delivery_id_header)
+            if not delivery_id or not delivery_id.isascii():
+                raise VerificationError(
+                    "signature_malformed", f"{self.delivery_id_header} missing or not ASCII"
+                )
+            if any(ch in delivery_id for ch in self.id_separators):
+                raise VerificationError(
+                    "signature_malformed",
+                    f"{self.delivery_id_header} contains a separator of the signed template",
+                )
+        return delivery_id
+
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a delivery against the configured header, template, algorithm and encoding.
 
@@ -305,18 +328,7 @@ class GenericHmac(Provider):
         timestamp: int | None = None
         if self.timestamp_header is not None:
             raw_ts, timestamp = timestamp_header(request, self.timestamp_header)
-        delivery_id: str | None = None
-        if "delivery_id" in self.template and self.delivery_id_header is not None:
-            delivery_id = request.header(self.delivery_id_header)
-            if not delivery_id or not delivery_id.isascii():
-                raise VerificationError(
-                    "signature_malformed", f"{self.delivery_id_header} missing or not ASCII"
-                )
-            if any(ch in delivery_id for ch in self.id_separators):
-                raise VerificationError(
-                    "signature_malformed",
-                    f"{self.delivery_id_header} contains a separator of the signed template",
-                )
+        delivery_id = self._signed_delivery_id(request)
         signed = self._signed(request.body, raw_ts, delivery_id)
         index = match_secrets(
             secrets,

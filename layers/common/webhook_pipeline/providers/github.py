@@ -19,13 +19,14 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import DAY, Defaults, Provider, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     hmac_digest,
     match_secrets,
     signature_header,
 )
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Hub-Signature-256"

@@ -48,15 +48,7 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest, public_url
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
     hmac_digest,
@@ -64,6 +56,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-HubSpot-Signature-v3"

@@ -16,7 +16,7 @@ gate and the body-consistency check are the guard.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import DAY, Defaults, Sample, Signs
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider, github_published_vector
 

@@ -27,23 +27,23 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    DAY,
-    Answer,
-    Defaults,
-    Handshake,
-    HandshakeSample,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
     hmac_digest,
     match_secrets,
     signature_header,
+)
+from webhook_pipeline.providers.model import (
+    DAY,
+    Answer,
+    Defaults,
+    Handshake,
+    HandshakeSample,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.secrets import SourceSecret

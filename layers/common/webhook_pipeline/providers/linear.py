@@ -24,7 +24,15 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import TimestampError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import HOUR, Defaults, Sample, Signs, Vector, Verified, iso_utc
+from webhook_pipeline.providers.model import (
+    HOUR,
+    Defaults,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
+    iso_utc,
+)
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider, json_object, with_field
 

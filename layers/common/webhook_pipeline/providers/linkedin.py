@@ -28,19 +28,20 @@ from typing import Any, ClassVar
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.challenges import HmacQueryChallenge
+from webhook_pipeline.providers.crypto import decode_hex, signature_header
+from webhook_pipeline.providers.model import (
     DAY,
     Defaults,
     HandshakeSample,
-    Provider,
     Sample,
     Signs,
     Vector,
     Verified,
 )
-from webhook_pipeline.providers.crypto import decode_hex, signature_header
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import HmacQueryChallenge, match_utf8_hmac, utf8_hmac
+from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "X-LI-Signature"

@@ -44,21 +44,21 @@ from urllib.parse import parse_qsl, urlencode
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    SignedRequest,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     hmac_digest,
     match_secrets,
     parse_plain_int,
+)
+from webhook_pipeline.providers.model import (
+    HOUR,
+    Defaults,
+    Sample,
+    SignedRequest,
+    Signs,
+    Vector,
+    Verified,
 )
 from webhook_pipeline.providers.registry import register
 

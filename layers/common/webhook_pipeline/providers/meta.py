@@ -20,20 +20,20 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.crypto import constant_time_equal
+from webhook_pipeline.providers.github import HEADER, hub_signature, verify_hub_signature
+from webhook_pipeline.providers.model import (
     DAY,
     Answer,
     Defaults,
     Handshake,
     HandshakeSample,
-    Provider,
     Sample,
     Signs,
     Vector,
     Verified,
 )
-from webhook_pipeline.providers.crypto import constant_time_equal
-from webhook_pipeline.providers.github import HEADER, hub_signature, verify_hub_signature
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.secrets import SourceSecret
 

@@ -33,13 +33,14 @@ from typing import Any
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.challenges import MAX_CHALLENGE_CHARS, query_value
+from webhook_pipeline.providers.model import (
     HOUR,
     Answer,
     Defaults,
     Handshake,
     HandshakeSample,
-    Provider,
     Sample,
     Signs,
     Vector,
@@ -47,12 +48,7 @@ from webhook_pipeline.providers.base import (
     iso_utc,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import (
-    MAX_CHALLENGE_CHARS,
-    json_object,
-    match_token,
-    query_value,
-)
+from webhook_pipeline.providers.schemes import json_object, match_token
 from webhook_pipeline.secrets import SourceSecret
 
 FIELD = "clientState"

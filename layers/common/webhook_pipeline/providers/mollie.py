@@ -43,17 +43,17 @@ from urllib.parse import urlencode, urlsplit
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.crypto import match_secrets
+from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
-    Provider,
     Sample,
     SignedRequest,
     Signs,
     Vector,
     Verified,
 )
-from webhook_pipeline.providers.crypto import match_secrets
 from webhook_pipeline.providers.registry import register
 
 DEFAULT_PARAMETER = "token"

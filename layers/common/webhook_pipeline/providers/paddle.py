@@ -27,16 +27,7 @@ from collections.abc import Mapping, Sequence
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    DAY,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-    iso_utc,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     hmac_digest,
@@ -44,6 +35,7 @@ from webhook_pipeline.providers.crypto import (
     parse_plain_int,
     signature_header,
 )
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
 from webhook_pipeline.providers.registry import register
 
 HEADER = "Paddle-Signature"

@@ -28,17 +28,17 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.crypto import decode_base64, match_secrets, signature_header
+from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
-    Provider,
     Sample,
     Signs,
     Vector,
     Verified,
     iso_utc,
 )
-from webhook_pipeline.providers.crypto import decode_base64, match_secrets, signature_header
 from webhook_pipeline.providers.registry import register
 
 HEADER = "Authorization"

@@ -20,26 +20,17 @@ would be one).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import DAY, Defaults, Provider, Sample, Signs, Vector, Verified
-from webhook_pipeline.providers.crypto import (
-    decode_hex,
-    hmac_digest,
-    match_secrets,
-    signature_header,
-)
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import BodyHmacProvider
 
 HEADER = "X-Razorpay-Signature"
 EVENT_ID_HEADER = "X-Razorpay-Event-Id"
 
 
 @register
-class Razorpay(Provider):
+class Razorpay(BodyHmacProvider):
     """Razorpay's ``X-Razorpay-Signature`` scheme.
 
     Header shape: ``X-Razorpay-Signature: <64 lower-case hex>``, ``x-razorpay-event-id:
@@ -69,6 +60,7 @@ class Razorpay(Provider):
         "(manual replays up to 7 days)"
     )
     signature_header = HEADER
+    delivery_header = EVENT_ID_HEADER
     dev_secret = "dev-razorpay-webhook-secret-local"
     vectors = (
         Vector(
@@ -82,32 +74,6 @@ class Razorpay(Provider):
             "tests/unit/providers/test_razorpay.py",
         ),
     )
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a Razorpay delivery (HMAC-SHA256 hex of the body; ``now`` is unused).
-
-        Raises
-        ------
-        VerificationError
-            ``signature_missing`` (no header), ``signature_malformed`` (not lower-case hex),
-            ``signature_invalid`` (no secret matches).
-        """
-        digest = decode_hex(signature_header(request, HEADER))
-        if digest is None:
-            raise VerificationError("signature_malformed", f"{HEADER} is not hex")
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), request.body), [digest]
-        )
-        return Verified(secret_index=index)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``X-Razorpay-Signature`` and ``x-razorpay-event-id`` (``timestamp`` unused)."""
-        return {
-            HEADER: hmac_digest(secret.encode("utf-8"), body).hex(),
-            EVENT_ID_HEADER: delivery_id,
-        }
 
     def sample(
         self,

@@ -17,14 +17,13 @@ from __future__ import annotations
 import base64
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import HOUR, Defaults, Sample, Signs, iso_utc
-from webhook_pipeline.providers.clerk import SVIX_VECTOR, as_svix
+from webhook_pipeline.providers.clerk import SvixDelivered
+from webhook_pipeline.providers.model import Defaults, Sample, iso_utc
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.standard_webhooks import StandardWebhooks
 
 
 @register
-class Resend(StandardWebhooks):
+class Resend(SvixDelivered):
     """Resend's webhooks: Standard Webhooks ``v1`` as Svix sends it."""
 
     name = "resend"
@@ -33,32 +32,15 @@ class Resend(StandardWebhooks):
         "resend.com/docs/webhooks verify-webhooks-requests and retries-and-replays; "
         "the Standard Webhooks provider"
     )
-    signs = Signs(
-        id="svix-id header",
-        timestamp="svix-timestamp header, seconds",
-        note="id, timestamp and body are signed (Standard Webhooks v1 under svix-* headers)",
-    )
     defaults = Defaults(
         delivery_id=FieldLocation(signed="id"),
         event_type=FieldLocation(body="type"),
     )
-    retry_horizon_seconds = 28 * HOUR
     retry_horizon_reference = (
         "resend.com/docs/webhooks/retries-and-replays: 0, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, "
         "10 h (about 27.6 h)"
     )
-    signature_header = "svix-signature"
-    timestamp_header = "svix-timestamp"
     dev_secret = "whsec_" + base64.b64encode(b"dev-resend-webhook-signing-secret").decode()
-    vectors = (SVIX_VECTOR,)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``svix-id``, ``svix-timestamp`` and ``svix-signature: v1,<base64>``."""
-        return as_svix(
-            super().sign(body, secret, timestamp=timestamp, delivery_id=delivery_id, url=url)
-        )
 
     def sample(
         self,

@@ -7,9 +7,10 @@
 - :func:`parse_rfc3339` / :func:`format_rfc3339`: strict RFC 3339 timestamps (Twitch, Zendesk).
 - :func:`match_token`: a shared token (not a signature) compared in constant time (GitLab, Google
   Ads, Microsoft Graph).
-- :class:`HmacQueryChallenge`: a ``GET`` challenge answered with an HMAC of a query value
-  (LinkedIn ``challengeCode``, X ``crc_token``); :func:`query_value` reads a query value decoded
-  exactly once.
+- :class:`V0HmacProvider`: ``<header>: v0=<hex>`` over ``v0:{timestamp}:{body}`` with the
+  timestamp in its own header (Slack, Zoom).
+
+Handshake shapes are in :mod:`webhook_pipeline.providers.challenges`.
 
 Strictness is :mod:`webhook_pipeline.providers.crypto`'s: constant-time comparisons, digests
 decoded strictly (lower-case hex, padded standard base64), reason codes, never another exception.
@@ -21,15 +22,13 @@ import base64
 import calendar
 import json
 import re
-from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
-from urllib.parse import parse_qs
 
 from webhook_pipeline.errors import TimestampError, VerificationError
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Answer, Handshake, Provider, Vector, Verified
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
     decode_hex,
@@ -37,14 +36,11 @@ from webhook_pipeline.providers.crypto import (
     match_secrets,
     parse_plain_int,
     signature_header,
+    timestamp_header,
 )
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.providers.model import Vector, Verified
 
 Encoding = Literal["hex", "base64"]
-
-#: The longest query token a challenge is answered for (characters): real ones are far shorter,
-#: and an answer must not echo or hash megabytes for anyone who asks.
-MAX_CHALLENGE_CHARS = 1024
 
 
 # -- digests ----------------------------------------------------------------------------------
@@ -334,67 +330,52 @@ def format_rfc3339(seconds: int, nanoseconds: int | None = None) -> str:
     return text + (f".{nanoseconds:09d}" if nanoseconds is not None else "") + "Z"
 
 
-# -- GET challenges answered with an HMAC of a query value --------------------------------------
+# -- v0=<hex> over v0:{timestamp}:{body} ----------------------------------------------------------
 
 
-def query_value(request: WebhookRequest, name: str) -> str | None:
-    """The query parameter ``name``, percent-decoded exactly once (``None`` when absent).
+class V0HmacProvider(Provider):
+    """``<signature_header>: v0=<hex>``, the HMAC-SHA256 (keyed with the secret as UTF-8) of
+    ``v0:{timestamp}:{body}``, where the timestamp is :attr:`timestamp_header`'s value exactly as
+    sent (Unix seconds, a plain integer). :attr:`v0_digest_bytes` (when set) is the only digest
+    length accepted; any other is ``signature_malformed``."""
 
-    Read from the raw query string when the request has one (API Gateway HTTP API gives it as
-    received); otherwise from the already decoded parameters (REST API, tests). The last value
-    wins for a repeated name, as API Gateway's parameters do.
-    """
-    if request.raw_query:
-        values = parse_qs(request.raw_query, keep_blank_values=True).get(name)
-        return values[-1] if values else None
-    return request.query.get(name)
+    v0_digest_bytes: ClassVar[int | None] = None
 
+    def signed_header_names(self) -> frozenset[str]:
+        return frozenset({(self.timestamp_header or "").lower()})
 
-def _parses_as_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
-class HmacQueryChallenge(Handshake):
-    """A ``GET ?<parameter>=<token>`` challenge answered 200 with a JSON body holding an
-    HMAC-SHA256 of the token keyed with the current signing secret (UTF-8). The challenge is
-    unsigned: the answer itself proves the endpoint holds the secret. The provider's only GET,
-    so a GET without the parameter is 401 ``handshake_invalid`` rather than 405.
-
-    The answer is the same HMAC, under the same key, as a delivery's signature of its body (X,
-    LinkedIn), so anyone may ask for it: a token that could be a delivery body would make this a
-    signing oracle. Their delivery bodies are JSON, so a token that parses as JSON (an object, an
-    array, but also a number or a string) is refused; the tokens these providers send are random
-    strings that do not."""
-
-    method = "GET"
-    signed = False
-    parameter: ClassVar[str]
-
-    def matches(self, request: WebhookRequest) -> bool:
-        return request.method == "GET"
-
-    @abstractmethod
-    def body(self, token: str, digest: bytes) -> dict[str, Any]:
-        """The JSON answer for ``token`` and the raw HMAC ``digest`` of it."""
-
-    def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
-        """The JSON answer.
+    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
+        """Verify the ``v0`` signature and the freshness of its timestamp.
 
         Raises
         ------
         VerificationError
-            ``handshake_invalid``: no token, an empty one, one over 1,024 characters, or one that
-        could be a JSON delivery body (it would be signed like one).
+            ``signature_missing`` (no signature header), ``signature_malformed`` (not
+            ``v0=<hex>``, or not :attr:`v0_digest_bytes` long), ``signature_invalid`` (no
+            secret matches).
+        TimestampError
+            ``timestamp_missing``, ``timestamp_invalid`` (not a plain integer),
+            ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance).
         """
-        token = query_value(request, self.parameter)
-        if not token or len(token) > MAX_CHALLENGE_CHARS or not secret.signing:
-            raise VerificationError("handshake_invalid", f"no usable {self.parameter}")
-        if _parses_as_json(token):
-            raise VerificationError(
-                "handshake_invalid", f"{self.parameter} could be a delivery body: not signed"
-            )
-        return Answer(200, self.body(token, utf8_hmac(secret.signing[0], token.encode("utf-8"))))
+        header, ts_header = self.signature_header, self.timestamp_header or ""
+        value = signature_header(request, header)
+        digest = decode_hex(value.removeprefix("v0=")) if value.startswith("v0=") else None
+        size = self.v0_digest_bytes
+        if digest is None or (size is not None and len(digest) != size):
+            shape = f"v0=<{2 * size} hex>" if size is not None else "v0=<hex>"
+            raise VerificationError("signature_malformed", f"{header} is not {shape}")
+        raw_ts, timestamp = timestamp_header(request, ts_header)
+        signed = b"v0:" + raw_ts.encode("ascii") + b":" + request.body
+        index = match_utf8_hmac(secrets, signed, [digest])
+        self.check_fresh(timestamp, now)
+        return Verified(
+            secret_index=index, timestamp=timestamp, signed_headers=self.signed_header_names()
+        )
+
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """The signature and timestamp headers (``timestamp`` in Unix seconds)."""
+        ts = str(int(timestamp))
+        digest = utf8_hmac(secret, b"v0:" + ts.encode("ascii") + b":" + body)
+        return {self.signature_header: "v0=" + digest.hex(), self.timestamp_header or "": ts}

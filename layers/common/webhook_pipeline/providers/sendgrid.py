@@ -31,28 +31,20 @@ import functools
 import hashlib
 from collections.abc import Sequence
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
     match_public_keys,
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Twilio-Email-Event-Webhook-Signature"
@@ -225,15 +217,10 @@ class SendGrid(Provider):
             raise VerificationError("signature_malformed", f"{HEADER} is not base64")
         raw_ts, timestamp = timestamp_header(request, TIMESTAMP_HEADER)
         signed = raw_ts.encode("ascii") + request.body
-
-        def verifies(stored: str) -> bool:
-            try:
-                load_public_key(stored).verify(der, signed, ec.ECDSA(hashes.SHA256()))
-            except InvalidSignature:
-                return False
-            return True
-
-        index = match_public_keys(secrets, verifies)
+        index = match_public_keys(
+            secrets,
+            lambda stored: load_public_key(stored).verify(der, signed, ec.ECDSA(hashes.SHA256())),
+        )
         self.check_fresh(timestamp, now)
         return Verified(
             secret_index=index,

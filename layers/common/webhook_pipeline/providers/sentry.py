@@ -17,7 +17,7 @@ captured body resent under a new id.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import DAY, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 

@@ -13,41 +13,17 @@ a resent old body is ``stale``, never applied.
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Sequence
-
-from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-    iso_utc,
-)
-from webhook_pipeline.providers.crypto import (
-    decode_base64,
-    hmac_digest,
-    match_secrets,
-    signature_header,
-)
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, iso_utc
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import BodyHmacProvider
 
 HEADER = "X-Shopify-Hmac-Sha256"
 DELIVERY_HEADER = "X-Shopify-Webhook-Id"
 
 
-def shopify_signature(body: bytes, secret: str) -> str:
-    """Base64 HMAC-SHA256 of ``body`` keyed with ``secret`` (UTF-8)."""
-    return base64.b64encode(hmac_digest(secret.encode("utf-8"), body)).decode("ascii")
-
-
 @register
-class Shopify(Provider):
+class Shopify(BodyHmacProvider):
     """Shopify's ``X-Shopify-Hmac-Sha256`` scheme.
 
     Header shape: ``X-Shopify-Hmac-Sha256: <44 characters of padded standard base64>``.
@@ -73,6 +49,8 @@ class Shopify(Provider):
     retry_horizon_seconds = 4 * HOUR
     retry_horizon_reference = "shopify.dev: 8 retries over 4 hours"
     signature_header = HEADER
+    hmac_encoding = "base64"
+    delivery_header = DELIVERY_HEADER
     dev_secret = "dev-shopify-client-secret-local"
     vectors = (
         Vector(
@@ -85,30 +63,6 @@ class Shopify(Provider):
             "self-consistency only: no published vector and no official Python signer exists",
         ),
     )
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a Shopify delivery (``now`` unused).
-
-        Raises
-        ------
-        VerificationError
-            ``signature_missing`` (no header), ``signature_malformed`` (not base64),
-            ``signature_invalid`` (no secret matches, including a hex digest that happens to be
-            valid base64).
-        """
-        digest = decode_base64(signature_header(request, HEADER))
-        if digest is None:
-            raise VerificationError("signature_malformed", f"{HEADER} is not base64")
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), request.body), [digest]
-        )
-        return Verified(secret_index=index)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``X-Shopify-Hmac-Sha256`` and ``X-Shopify-Webhook-Id`` (``timestamp`` unused)."""
-        return {HEADER: shopify_signature(body, secret), DELIVERY_HEADER: delivery_id}
 
     def sample(
         self,

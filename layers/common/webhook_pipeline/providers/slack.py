@@ -15,36 +15,25 @@ unsigned ``Content-Type``, so user text such as ``&event_id=EvX`` can never beco
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
-from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.model import (
     HOUR,
     Answer,
     Defaults,
     Handshake,
     HandshakeSample,
-    Provider,
     Sample,
     Signs,
     Vector,
-    Verified,
-)
-from webhook_pipeline.providers.crypto import (
-    decode_hex,
-    hmac_digest,
-    match_secrets,
-    signature_header,
-    timestamp_header,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import V0HmacProvider
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "X-Slack-Signature"
 TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
-PREFIX = "v0="
 
 
 class UrlVerification(Handshake):
@@ -85,7 +74,7 @@ class UrlVerification(Handshake):
 
 
 @register
-class Slack(Provider):
+class Slack(V0HmacProvider):
     """Slack's ``v0`` request signing.
 
     Header shapes: ``X-Slack-Signature: v0=<64 hex>``, ``X-Slack-Request-Timestamp: <seconds>``.
@@ -136,45 +125,6 @@ class Slack(Provider):
             reference="docs.slack.dev verifying-requests-from-slack (slash command example)",
         ),
     )
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a Slack request.
-
-        Raises
-        ------
-        VerificationError
-            ``signature_missing`` (no signature header), ``signature_malformed`` (not
-            ``v0=<hex>``), ``signature_invalid`` (no secret matches).
-        TimestampError
-            ``timestamp_missing``, ``timestamp_invalid`` (not a plain integer),
-            ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance).
-        """
-        value = signature_header(request, HEADER)
-        digest = decode_hex(value.removeprefix(PREFIX)) if value.startswith(PREFIX) else None
-        if digest is None:
-            raise VerificationError("signature_malformed", f"{HEADER} is not v0=<hex>")
-        raw_ts, timestamp = timestamp_header(request, TIMESTAMP_HEADER)
-        signed = b"v0:" + raw_ts.encode("ascii") + b":" + request.body
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), [digest]
-        )
-        self.check_fresh(timestamp, now)
-        return Verified(
-            secret_index=index,
-            timestamp=timestamp,
-            signed_headers=frozenset({TIMESTAMP_HEADER.lower()}),
-        )
-
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """The two Slack headers; ``timestamp`` is Unix seconds (``event_id`` is in the body)."""
-        ts = str(int(timestamp))
-        digest = hmac_digest(secret.encode("utf-8"), b"v0:" + ts.encode("ascii") + b":" + body)
-        return {HEADER: PREFIX + digest.hex(), TIMESTAMP_HEADER: ts}
 
     def sample(
         self,

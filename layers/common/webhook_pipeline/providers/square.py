@@ -27,22 +27,14 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest, public_url
-from webhook_pipeline.providers.base import (
-    DAY,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-    iso_utc,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
     hmac_digest,
     match_secrets,
     signature_header,
 )
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
 from webhook_pipeline.providers.registry import register
 
 HEADER = "x-square-hmacsha256-signature"

@@ -18,6 +18,8 @@ Symmetric or asymmetric is chosen by the stored key, never by the request: a ``w
 verifies ``v1`` entries (HMAC-SHA256), a ``whpk_`` public key verifies ``v1a`` entries (Ed25519
 over the same ``{id}.{ts}.{body}``); a source rotating from one to the other stores both. A
 ``whsk_`` secret key is the sender's: storing it is refused (store its ``whpk_`` public key).
+
+(Over 400 lines: a provider is one module, and this one holds two schemes and three key formats.)
 """
 
 from __future__ import annotations
@@ -38,22 +40,22 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-    iso_utc,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
     decode_base64,
     hmac_digest,
     signature_header,
     timestamp_header,
+)
+from webhook_pipeline.providers.model import (
+    HOUR,
+    Defaults,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
+    iso_utc,
 )
 from webhook_pipeline.providers.registry import register
 
@@ -143,6 +145,22 @@ def public_key_of(secret_key: str) -> str:
 def signed_content(msg_id: str, timestamp: str, body: bytes) -> bytes:
     """The bytes a Standard Webhooks sender signs: ``{id}.{timestamp}.{body}``."""
     return msg_id.encode("ascii") + b"." + timestamp.encode("ascii") + b"." + body
+
+
+def _signatures(value: str) -> tuple[list[bytes], list[bytes]]:
+    """The decoded ``v1`` (HMAC) and ``v1a`` (64-byte Ed25519) entries of a signature header;
+    entries of other versions or not in base64 are passed over."""
+    symmetric: list[bytes] = []
+    asymmetric: list[bytes] = []
+    for entry in value.split(" "):
+        version, sep, encoded = entry.partition(",")
+        if not sep or (decoded := decode_base64(encoded)) is None:
+            continue
+        if version == "v1":
+            symmetric.append(decoded)
+        elif version == "v1a" and len(decoded) == 64:
+            asymmetric.append(decoded)
+    return symmetric, asymmetric
 
 
 def _match(
@@ -311,16 +329,7 @@ class StandardWebhooks(Provider):
         if not msg_id or not msg_id.isascii():
             raise VerificationError("signature_malformed", f"{id_header} missing or not ASCII")
         raw_ts, timestamp = timestamp_header(request, ts_header)
-        symmetric: list[bytes] = []
-        asymmetric: list[bytes] = []
-        for entry in value.split(" "):
-            version, sep, encoded = entry.partition(",")
-            if not sep or (decoded := decode_base64(encoded)) is None:
-                continue
-            if version == "v1":
-                symmetric.append(decoded)
-            elif version == "v1a" and len(decoded) == 64:
-                asymmetric.append(decoded)
+        symmetric, asymmetric = _signatures(value)
         if not secrets or any(not s for s in secrets):
             raise ConfigurationError("signature verification needs at least one non-empty secret")
         public = [s.startswith(PUBLIC_KEY_PREFIX) for s in secrets]

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from webhook_pipeline.errors import TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import DAY, Defaults, Provider, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     hmac_digest,
@@ -24,7 +24,9 @@ from webhook_pipeline.providers.crypto import (
     parse_plain_int,
     signature_header,
 )
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import parse_keyed_header
 
 HEADER = "Stripe-Signature"
 
@@ -44,19 +46,7 @@ def parse_header(value: str) -> tuple[str | None, list[str]]:
         API joins two ``Stripe-Signature`` headers with ``","`` (case C03) and such a value is
         never resolved by picking one of them.
     """
-    timestamps: set[str] = set()
-    signatures: list[str] = []
-    for item in value.split(","):
-        key, sep, val = item.lstrip(" \t").partition("=")
-        if not sep:
-            continue
-        if key == "t":
-            timestamps.add(val)
-        elif key == "v1":
-            signatures.append(val)
-    if len(timestamps) > 1:
-        raise VerificationError("signature_malformed", "Stripe-Signature carries several t values")
-    return (timestamps.pop() if timestamps else None), signatures
+    return parse_keyed_header(value, HEADER, "t", "v1")
 
 
 @register

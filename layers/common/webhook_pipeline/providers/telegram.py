@@ -28,16 +28,9 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import match_secrets, signature_header
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Telegram-Bot-Api-Secret-Token"

@@ -15,7 +15,7 @@ same on every retry of one event (the combination is third-party advice, UNVERIF
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import DAY, Defaults, Sample, Signs, Vector
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
 

@@ -55,16 +55,7 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest, public_url
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Answer,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
     decode_base64,
@@ -72,6 +63,7 @@ from webhook_pipeline.providers.crypto import (
     match_secrets_any,
     signature_header,
 )
+from webhook_pipeline.providers.model import HOUR, Answer, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Twilio-Signature"

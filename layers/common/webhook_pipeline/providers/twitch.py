@@ -26,13 +26,13 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.model import (
     DAY,
     Answer,
     Defaults,
     Handshake,
     HandshakeSample,
-    Provider,
     Sample,
     Signs,
     Vector,

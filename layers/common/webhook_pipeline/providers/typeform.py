@@ -15,7 +15,7 @@ dedup gate and the body-consistency check are the guard). The delivery id is the
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import HOUR, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 

@@ -33,22 +33,22 @@ from typing import Any
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    HOUR,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-    iso_utc,
-)
+from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
     hmac_digest,
     match_secrets,
     parse_plain_int,
     signature_header,
+)
+from webhook_pipeline.providers.model import (
+    HOUR,
+    Defaults,
+    Sample,
+    Signs,
+    Vector,
+    Verified,
+    iso_utc,
 )
 from webhook_pipeline.providers.registry import register
 

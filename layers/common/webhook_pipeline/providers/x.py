@@ -20,16 +20,10 @@ import base64
 from typing import Any
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import (
-    DAY,
-    Defaults,
-    HandshakeSample,
-    Sample,
-    Signs,
-    Vector,
-)
+from webhook_pipeline.providers.challenges import HmacQueryChallenge
+from webhook_pipeline.providers.model import DAY, Defaults, HandshakeSample, Sample, Signs, Vector
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import BodyHmacProvider, HmacQueryChallenge
+from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "x-twitter-webhooks-signature"

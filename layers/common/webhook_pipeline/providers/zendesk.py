@@ -21,16 +21,8 @@ from collections.abc import Sequence
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
-    DAY,
-    Defaults,
-    Provider,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-    iso_utc,
-)
+from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import (
     encode_digest,

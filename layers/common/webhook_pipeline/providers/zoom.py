@@ -20,36 +20,29 @@ each one counts ``HandshakeAnswered``. The encrypted token uses the current secr
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import (
+from webhook_pipeline.providers.crypto import (
+    hmac_digest,
+)
+from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
     HandshakeSample,
-    Provider,
     Sample,
     Signs,
     Vector,
-    Verified,
-)
-from webhook_pipeline.providers.crypto import (
-    decode_hex,
-    hmac_digest,
-    match_secrets,
-    signature_header,
-    timestamp_header,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import V0HmacProvider
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "x-zm-signature"
 TIMESTAMP_HEADER = "x-zm-request-timestamp"
-PREFIX = "v0="
 VALIDATION_EVENT = "endpoint.url_validation"
 
 
@@ -113,7 +106,7 @@ class UrlValidation(Handshake):
 
 
 @register
-class Zoom(Provider):
+class Zoom(V0HmacProvider):
     """Zoom's ``v0`` webhook signature.
 
     Header shapes: ``x-zm-signature: v0=<64 hex>``, ``x-zm-request-timestamp: <seconds>``.
@@ -146,6 +139,7 @@ class Zoom(Provider):
     handshakes = (UrlValidation(),)
     signature_header = HEADER
     timestamp_header = TIMESTAMP_HEADER
+    v0_digest_bytes = 32
     dev_secret = "dev-zoom-secret-token-local"
     vectors = (
         Vector(
@@ -163,43 +157,6 @@ class Zoom(Provider):
             ),
         ),
     )
-
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER})
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a Zoom event (or URL validation request).
-
-        Raises
-        ------
-        VerificationError
-            ``signature_missing``, ``signature_malformed`` (not ``v0=<64 hex>``),
-            ``signature_invalid``.
-        TimestampError
-            ``timestamp_missing``, ``timestamp_invalid``, ``timestamp_stale`` /
-            ``timestamp_future``.
-        """
-        value = signature_header(request, HEADER)
-        digest = decode_hex(value.removeprefix(PREFIX)) if value.startswith(PREFIX) else None
-        if digest is None or len(digest) != 32:
-            raise VerificationError("signature_malformed", f"{HEADER} is not v0=<64 hex>")
-        raw_ts, timestamp = timestamp_header(request, TIMESTAMP_HEADER)
-        signed = b"v0:" + raw_ts.encode("ascii") + b":" + request.body
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), [digest]
-        )
-        self.check_fresh(timestamp, now)
-        return Verified(
-            secret_index=index, timestamp=timestamp, signed_headers=frozenset({TIMESTAMP_HEADER})
-        )
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """The two Zoom headers (``timestamp`` in Unix seconds)."""
-        ts = str(int(timestamp))
-        digest = hmac_digest(secret.encode("utf-8"), b"v0:" + ts.encode("ascii") + b":" + body)
-        return {HEADER: PREFIX + digest.hex(), TIMESTAMP_HEADER: ts}
 
     def sample(
         self,

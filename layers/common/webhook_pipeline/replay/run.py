@@ -3,7 +3,7 @@
 AWS's own redrive (``StartMessageMoveTask``) moves everything, cannot filter, has no dry run and
 reports nothing. :func:`replay` does all three and works only against two small interfaces
 (:class:`DeadLetterReader`, :class:`MainQueueSender`); the boto3 adapters live in
-:mod:`webhook_pipeline.sqs_dlq` and are wired in the replay function and the operator CLI.
+:mod:`webhook_pipeline.adapters.sqs` and are wired in the replay function and the operator CLI.
 
 Semantics, per received DLQ message:
 
@@ -40,12 +40,13 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError, QueueOperationError
 from webhook_pipeline.replay.ports import DeadLetterReader, DlqMessage, MainQueueSender
 from webhook_pipeline.replay.rate import RateLimiter
+from webhook_pipeline.replay.report import MessageResult, ReplayReport, summary
 from webhook_pipeline.replay.request import ReplayRequest
 
 #: SQS returns at most 10 messages per receive.
@@ -75,111 +76,11 @@ MAX_IDLE_RECEIVES = 3
 StopReason = Literal["drained", "max_messages", "time_limit", "send_failures", "receive_failed"]
 
 
-ReplayOutcome = Literal[
-    "replayed", "would_replay", "skipped", "malformed", "failed", "delete_failed"
-]
-
-
-@dataclass(frozen=True)
-class MessageResult:
-    """What happened to one examined message (given to the ``on_message`` callback)."""
-
-    message: DlqMessage
-    envelope: Envelope | None
-    outcome: ReplayOutcome
-    reason: str | None = None
-
-
-@dataclass
-class ReplayReport:
-    """The result of a run.
-
-    Attributes
-    ----------
-    examined : int
-        Distinct DLQ messages looked at.
-    matched : int
-        Of those, envelopes matching the filter (in a dry run: what would move).
-    replayed : int
-        Sent to the main queue (and, unless counted in ``delete_failed``, deleted from the DLQ).
-    skipped : int
-        Not matching the filter, or malformed; left in the DLQ, visible again.
-    failed : int
-        Matching, but the send to the main queue failed; left in the DLQ, visible again.
-    malformed : int
-        Of ``skipped``, bodies that are not valid envelopes (need a human).
-    delete_failed : int
-        Of ``replayed``, sent but not deleted from the DLQ (a later replay repeats them; harmless).
-    dry_run : bool
-        Whether this was a dry run.
-    remaining : int | None
-        Approximate DLQ depth after the run (visible + in flight; SQS's counters lag by up to a
-        minute), ``None`` when it could not be read.
-    complete : bool
-        True when the run went through every message it could see (``stopped == "drained"``).
-    stopped : str
-        Why the run ended: ``drained`` (nothing more to see, see the module docstring),
-        ``max_messages``,
-        ``time_limit`` (stopped before the caller's timeout), ``send_failures`` (too many
-        consecutive send failures), ``receive_failed``.
-    would_replay : list[dict]
-        Dry run only: the first :data:`MAX_LISTED` matching deliveries.
-    """
-
-    dry_run: bool
-    examined: int = 0
-    matched: int = 0
-    replayed: int = 0
-    skipped: int = 0
-    failed: int = 0
-    malformed: int = 0
-    delete_failed: int = 0
-    remaining: int | None = None
-    complete: bool = False
-    stopped: str = "drained"
-    error: str | None = None
-    would_replay: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as a JSON-ready dict (``error``/``would_replay`` only when relevant)."""
-        out: dict[str, Any] = {
-            "examined": self.examined,
-            "matched": self.matched,
-            "replayed": self.replayed,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "malformed": self.malformed,
-            "delete_failed": self.delete_failed,
-            "dry_run": self.dry_run,
-            "remaining": self.remaining,
-            "complete": self.complete,
-            "stopped": self.stopped,
-        }
-        if self.error is not None:
-            out["error"] = self.error
-        if self.dry_run:
-            out["would_replay"] = list(self.would_replay)
-        return out
-
-
 def replayed_envelope(envelope: Envelope) -> Envelope:
     """The envelope as it goes back to the main queue: ``replay_count + 1``, ``gate="replayed"``."""
     return envelope.model_copy(
         update={"replay_count": envelope.replay_count + 1, "gate": "replayed"}
     )
-
-
-def summary(envelope: Envelope, message: DlqMessage) -> dict[str, Any]:
-    """Short description of a DLQ delivery (no body, no headers)."""
-    return {
-        "message_id": message.message_id,
-        "source": envelope.source,
-        "delivery_id": envelope.delivery_id,
-        "event_type": envelope.event_type,
-        "received_at": envelope.received_at.isoformat(),
-        "replay_count": envelope.replay_count,
-        "receive_count": message.receive_count,
-    }
 
 
 class _Stop(Exception):  # internal control flow, not an error
@@ -226,118 +127,173 @@ def replay(
     ReplayReport
         Counts, ``remaining`` (approximate DLQ depth after the run) and why the run stopped.
     """
-    report = ReplayReport(dry_run=request.dry_run)
-    limiter = RateLimiter(None if request.dry_run else request.rate_per_second, clock, sleep)
-    seen: set[str] = set()
-    consecutive_failures = 0
+    run = _Run(
+        request,
+        dlq,
+        main_queue,
+        RateLimiter(None if request.dry_run else request.rate_per_second, clock, sleep),
+        ReplayReport(dry_run=request.dry_run),
+        remaining_time_ms,
+        safety_margin_ms,
+        on_message,
+        max_consecutive_failures,
+    )
+    return run.run()
 
-    def check_time() -> None:
-        if _out_of_time(remaining_time_ms, safety_margin_ms, 0.0):
+
+@dataclass
+class _Run:
+    """The state of one :func:`replay` run: the messages seen, held (received in the current
+    batch, not yet examined) and parked (received again: kept hidden until the run ends)."""
+
+    request: ReplayRequest
+    dlq: DeadLetterReader
+    main_queue: MainQueueSender
+    limiter: RateLimiter
+    report: ReplayReport
+    remaining_time_ms: Callable[[], int] | None
+    safety_margin_ms: int
+    on_message: Callable[[MessageResult], None] | None
+    max_consecutive_failures: int
+    seen: set[str] = field(default_factory=set)
+    held: list[DlqMessage] = field(default_factory=list)
+    parked: dict[str, DlqMessage] = field(default_factory=dict)
+    consecutive_failures: int = 0
+
+    def run(self) -> ReplayReport:
+        """Receive and examine until a stop reason; release what is held; read the depth."""
+        report = self.report
+        idle_receives = 0
+        try:
+            while True:
+                if not self._receive():
+                    idle_receives += 1
+                    if idle_receives >= MAX_IDLE_RECEIVES:
+                        raise _Stop("drained")
+                    continue
+                idle_receives = 0
+                while self.held:
+                    self._examine(self.held[0])
+        except _Stop as stop:
+            report.stopped = stop.reason
+        finally:
+            for message in [*self.held, *self.parked.values()]:
+                self._release(message)
+        report.complete = report.stopped == "drained"
+        try:
+            report.remaining = self.dlq.approximate_depth()
+        except QueueOperationError:
+            report.remaining = None
+        return report
+
+    def _check_time(self) -> None:
+        if _out_of_time(self.remaining_time_ms, self.safety_margin_ms, 0.0):
             raise _Stop("time_limit")
 
-    def release(message: DlqMessage) -> None:
+    def _release(self, message: DlqMessage) -> None:
         # On failure it becomes visible anyway when its visibility timeout runs out.
         with contextlib.suppress(QueueOperationError):
-            dlq.change_visibility(message, 0)
+            self.dlq.change_visibility(message, 0)
 
-    def finish(result: MessageResult) -> None:
-        if on_message is not None:
-            on_message(result)
+    def _finish(self, result: MessageResult) -> None:
+        if self.on_message is not None:
+            self.on_message(result)
 
-    held: list[DlqMessage] = []
-    parked: dict[str, DlqMessage] = {}
-    idle_receives = 0
-    try:
-        while True:
-            budget = request.max_messages - report.examined
-            if budget <= 0:
-                raise _Stop("max_messages")
-            check_time()
-            batch = min(SQS_MAX_BATCH, budget)
-            try:
-                received = list(dlq.receive(batch, _visibility_for(batch, limiter.interval)))
-            except QueueOperationError as exc:
-                report.error = str(exc)
-                raise _Stop("receive_failed") from None
-            if not received:
-                raise _Stop("drained")
-            held = []
-            for message in received:
-                if message.message_id in seen:
-                    parked[message.message_id] = message  # newest receipt handle wins
-                elif all(m.message_id != message.message_id for m in held):
-                    held.append(message)
-            if not held:
-                idle_receives += 1
-                if idle_receives >= MAX_IDLE_RECEIVES:
-                    raise _Stop("drained")
-                continue
-            idle_receives = 0
-            while held:
-                message = held[0]
-                check_time()
-                seen.add(message.message_id)
-                report.examined += 1
-                try:
-                    envelope = Envelope.from_json(message.body)
-                except MalformedEnvelopeError as exc:
-                    report.skipped += 1
-                    report.malformed += 1
-                    release(held.pop(0))
-                    finish(MessageResult(message, None, "malformed", str(exc)))
-                    continue
-                if not request.filter.matches(envelope):
-                    report.skipped += 1
-                    release(held.pop(0))
-                    finish(MessageResult(message, envelope, "skipped", "filter"))
-                    continue
-                report.matched += 1
-                if request.dry_run:
-                    if len(report.would_replay) < MAX_LISTED:
-                        report.would_replay.append(summary(envelope, message))
-                    release(held.pop(0))
-                    finish(MessageResult(message, envelope, "would_replay"))
-                    continue
-                if _out_of_time(remaining_time_ms, safety_margin_ms, limiter.delay()):
-                    # Not examined after all: it stays for the next run.
-                    seen.discard(message.message_id)
-                    report.examined -= 1
-                    report.matched -= 1
-                    raise _Stop("time_limit")
-                limiter.acquire()
-                held.pop(0)
-                try:
-                    main_queue.send(
-                        replayed_envelope(envelope).to_json(), message.message_attributes
-                    )
-                except QueueOperationError as exc:
-                    report.failed += 1
-                    consecutive_failures += 1
-                    release(message)
-                    finish(MessageResult(message, envelope, "failed", str(exc)))
-                    if consecutive_failures >= max_consecutive_failures:
-                        raise _Stop("send_failures") from None
-                    continue
-                consecutive_failures = 0
-                report.replayed += 1
-                try:
-                    dlq.delete(message)
-                except QueueOperationError as exc:
-                    report.delete_failed += 1
-                    finish(MessageResult(message, envelope, "delete_failed", str(exc)))
-                    continue
-                finish(MessageResult(message, envelope, "replayed"))
-    except _Stop as stop:
-        report.stopped = stop.reason
-    finally:
-        for message in [*held, *parked.values()]:
-            release(message)
-    report.complete = report.stopped == "drained"
-    try:
-        report.remaining = dlq.approximate_depth()
-    except QueueOperationError:
-        report.remaining = None
-    return report
+    def _receive(self) -> bool:
+        """Receive the next batch into :attr:`held`; ``False`` when it brought only messages
+        already seen (those are parked).
+
+        Raises
+        ------
+        _Stop
+            ``max_messages``, ``time_limit``, ``receive_failed`` or ``drained`` (nothing came).
+        """
+        report = self.report
+        budget = self.request.max_messages - report.examined
+        if budget <= 0:
+            raise _Stop("max_messages")
+        self._check_time()
+        batch = min(SQS_MAX_BATCH, budget)
+        try:
+            received = list(self.dlq.receive(batch, _visibility_for(batch, self.limiter.interval)))
+        except QueueOperationError as exc:
+            report.error = str(exc)
+            raise _Stop("receive_failed") from None
+        if not received:
+            raise _Stop("drained")
+        self.held = []
+        for message in received:
+            if message.message_id in self.seen:
+                self.parked[message.message_id] = message  # newest receipt handle wins
+            elif all(m.message_id != message.message_id for m in self.held):
+                self.held.append(message)
+        return bool(self.held)
+
+    def _examine(self, message: DlqMessage) -> None:
+        """Parse and filter the first held message, then list it (dry run) or send it; it
+        leaves :attr:`held` unless the time limit stops the run first."""
+        report = self.report
+        self._check_time()
+        self.seen.add(message.message_id)
+        report.examined += 1
+        try:
+            envelope = Envelope.from_json(message.body)
+        except MalformedEnvelopeError as exc:
+            report.skipped += 1
+            report.malformed += 1
+            self._release(self.held.pop(0))
+            self._finish(MessageResult(message, None, "malformed", str(exc)))
+            return
+        if not self.request.filter.matches(envelope):
+            report.skipped += 1
+            self._release(self.held.pop(0))
+            self._finish(MessageResult(message, envelope, "skipped", "filter"))
+            return
+        report.matched += 1
+        if self.request.dry_run:
+            if len(report.would_replay) < MAX_LISTED:
+                report.would_replay.append(summary(envelope, message))
+            self._release(self.held.pop(0))
+            self._finish(MessageResult(message, envelope, "would_replay"))
+            return
+        if _out_of_time(self.remaining_time_ms, self.safety_margin_ms, self.limiter.delay()):
+            # Not examined after all: it stays for the next run.
+            self.seen.discard(message.message_id)
+            report.examined -= 1
+            report.matched -= 1
+            raise _Stop("time_limit")
+        self.limiter.acquire()
+        self.held.pop(0)
+        self._send(message, envelope)
+
+    def _send(self, message: DlqMessage, envelope: Envelope) -> None:
+        """Send to the main queue, then delete from the DLQ (only after the send succeeded).
+
+        Raises
+        ------
+        _Stop
+            ``send_failures``: :attr:`max_consecutive_failures` sends failed in a row.
+        """
+        report = self.report
+        try:
+            self.main_queue.send(replayed_envelope(envelope).to_json(), message.message_attributes)
+        except QueueOperationError as exc:
+            report.failed += 1
+            self.consecutive_failures += 1
+            self._release(message)
+            self._finish(MessageResult(message, envelope, "failed", str(exc)))
+            if self.consecutive_failures >= self.max_consecutive_failures:
+                raise _Stop("send_failures") from None
+            return
+        self.consecutive_failures = 0
+        report.replayed += 1
+        try:
+            self.dlq.delete(message)
+        except QueueOperationError as exc:
+            report.delete_failed += 1
+            self._finish(MessageResult(message, envelope, "delete_failed", str(exc)))
+            return
+        self._finish(MessageResult(message, envelope, "replayed"))
 
 
 def _out_of_time(

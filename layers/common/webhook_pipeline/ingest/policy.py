@@ -1,0 +1,37 @@
+"""The numbers the ingest use case works with (:class:`IngestPolicy`, from the ingest settings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class IngestPolicy:
+    """The numbers the ingest use case works with (all from :class:`IngestSettings`).
+
+    Attributes
+    ----------
+    claim_ttl_seconds : int
+        Pending-claim TTL, seconds.
+    dedup_ttl_max_seconds : int
+        Cap of every source's done-claim TTL, seconds.
+    max_body_bytes, inline_body_max_bytes : int
+        413 above the first; S3 claim check above the second (bytes).
+    fail_open : bool
+        Enqueue without the gate when Redis is unavailable.
+    redis_key_prefix : str
+        Prefix of gate keys.
+    retry_after_seconds : int
+        ``Retry-After`` of 503 answers, seconds.
+    public_base_url : str
+        The base URL senders call, for providers that sign the URL (empty: the request's own).
+    """
+
+    claim_ttl_seconds: int = 30
+    dedup_ttl_max_seconds: int = 30 * 86_400
+    max_body_bytes: int = 1_048_576
+    inline_body_max_bytes: int = 150_000
+    fail_open: bool = True
+    redis_key_prefix: str = "whd:"
+    retry_after_seconds: int = 5
+    public_base_url: str = ""

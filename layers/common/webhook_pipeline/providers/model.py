@@ -1,0 +1,246 @@
+"""The value types of the provider model (:mod:`webhook_pipeline.providers.base`).
+
+What a verification proved (:class:`Verified`), what a signature covers (:class:`Signs`), a
+provider's default source settings (:class:`Defaults`), an HTTP answer (:class:`Answer`), a
+handshake and its sample (:class:`Handshake`, :class:`HandshakeSample`), a test vector
+(:class:`Vector`), what a sender sends (:class:`SignedRequest`) and a sample delivery
+(:class:`Sample`); with the units the provider modules declare their figures in.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal
+
+from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.secrets import SourceSecret
+
+BodyFormat = Literal["json", "form", "raw"]
+
+HOUR = 3_600
+DAY = 86_400
+
+
+def iso_utc(seconds: int) -> str:
+    """``2026-01-01T00:00:00Z`` for Unix ``seconds`` (sample payloads)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What a successful verification proved.
+
+    Attributes
+    ----------
+    secret_index : int
+        Index into the secrets passed to ``verify`` of the one that matched (0 = current,
+        1 = previous).
+    timestamp : int | None
+        The signed timestamp in Unix **seconds**, or ``None`` when the scheme signs none.
+    delivery_id : str | None
+        The delivery id the signature covered, where the scheme signs one (Standard Webhooks
+        ``webhook-id``, Twitch message id...); ``None`` when it signs no id.
+    signed_headers : frozenset[str]
+        Lower-case names of the headers whose values the signature covered.
+    family : str | None
+        The header family the signature was read from, when a scheme accepts several
+        (``"webhook"`` or ``"svix"`` for Standard Webhooks).
+    raw_timestamp : str | None
+        The signed timestamp exactly as sent, in the provider's own unit (milliseconds for
+        some).
+    replay_token : str | None
+        A signed value the provider makes unique per request (Mailgun's ``token``): the ingest
+        use case binds it to the delivery id it first came with (the token with another id is
+        401 ``replay_detected``; with the same id it is the sender's resend).
+    """
+
+    secret_index: int
+    timestamp: int | None = None
+    delivery_id: str | None = None
+    signed_headers: frozenset[str] = frozenset()
+    family: str | None = None
+    raw_timestamp: str | None = None
+    replay_token: str | None = None
+
+
+@dataclass(frozen=True)
+class Signs:
+    """What a provider's signature covers, as documentation and as the rule identity follows.
+
+    Attributes
+    ----------
+    id : str | None
+        Where the signed delivery id is (``"webhook-id header"``), or ``None`` when the provider
+        signs no id: then any id is read from unsigned material and only the dedup gate and the
+        body-consistency check stand between a captured body and a second delivery.
+    timestamp : str | None
+        The signed timestamp (``"t in Stripe-Signature, seconds"``), or ``None``: a captured
+        delivery can then be replayed at any time.
+    body : bool
+        Whether the body bytes are covered. ``False`` (Mailgun, Postmark, Telegram) means body
+        fields, including ids and ordering values, are unsigned, except those in
+        ``body_fields``.
+    note : str
+        What is not signed, in plain words (shown in the docs and at source load).
+    body_fields : tuple[str, ...]
+        With ``body = False``: the dotted body paths (relative to one event of a batch) whose
+        values the signature covers although the body bytes are not (Adyen signs eight fields
+        of each ``NotificationRequestItem``). A field location reading only these is signed.
+    """
+
+    id: str | None
+    timestamp: str | None
+    body: bool = True
+    note: str = ""
+    body_fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """A provider's default source settings (a source may override each).
+
+    Attributes
+    ----------
+    delivery_id : FieldLocation | None
+        Where the delivery id is. ``FieldLocation(signed="id")`` for schemes that sign one
+        (the id is then :attr:`Verified.delivery_id`, and a source may not move it).
+    event_type, resource_key, sequence : FieldLocation | None
+        Event type; the resource whose order matters; its ordering value.
+    body_format : BodyFormat
+        How the body is parsed: ``json``, ``form`` (``application/x-www-form-urlencoded``) or
+        ``raw`` (never parsed; no body fields).
+    forward_headers : tuple[str, ...]
+        Headers copied into the envelope (lower-cased), never signature headers.
+    """
+
+    delivery_id: FieldLocation | None
+    event_type: FieldLocation | None = None
+    resource_key: FieldLocation | None = None
+    sequence: FieldLocation | None = None
+    body_format: BodyFormat = "json"
+    forward_headers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An HTTP answer: a status, a body (JSON object or text) and its content type."""
+
+    status: int
+    body: dict[str, Any] | list[Any] | str
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        """The body as sent on the wire."""
+        if isinstance(self.body, str):
+            return self.body
+        return json.dumps(self.body, separators=(",", ":"))
+
+
+class Handshake(ABC):
+    """A provider's endpoint verification (challenge) request: recognised, optionally verified,
+    and answered before the gate; it never touches Redis, SQS or DynamoDB.
+
+    Class attributes
+    ----------------
+    name : str
+        Short name used in logs and the ``HandshakeAnswered`` metric (``url_verification``).
+    method : {"GET", "POST"}
+        The HTTP method the challenge arrives with.
+    signed : bool
+        The challenge is signed like a delivery (Slack, Zoom, Twitch, Discord): the request is
+        verified first and a bad signature is 401. Unsigned challenges (Meta, LinkedIn, X,
+        Microsoft Graph) prove the endpoint holds the secret by answering with a token or HMAC.
+    """
+
+    name: ClassVar[str]
+    method: ClassVar[Literal["GET", "POST"]]
+    signed: ClassVar[bool]
+
+    @abstractmethod
+    def matches(self, request: WebhookRequest) -> bool:
+        """Whether ``request`` is this challenge (cheap: shape only, before any verification)."""
+
+    @abstractmethod
+    def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
+        """The answer to ``request``.
+
+        Raises
+        ------
+        VerificationError
+            The challenge is malformed or its token does not match (401).
+        """
+
+    @abstractmethod
+    def sample(self, secret: SourceSecret) -> HandshakeSample:
+        """A challenge as the provider sends it (unsigned: signed challenges are signed with
+        :meth:`Provider.sign` by the caller), for ``events/`` and tests."""
+
+
+@dataclass(frozen=True)
+class HandshakeSample:
+    """A sample challenge request: method, query parameters, body and non-signature headers."""
+
+    method: str
+    body: bytes = b""
+    query: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Vector:
+    """A test vector: a request that must verify with ``secret`` at ``now``.
+
+    Attributes
+    ----------
+    origin : {"published", "sdk", "self"}
+        ``published``: copied from the provider's docs or official SDK tests; ``sdk``: produced
+        by the official SDK; ``self``: computed from the documented recipe (self-consistency
+        only: says so).
+    reference : str
+        Where the vector comes from.
+    """
+
+    secret: str
+    headers: Mapping[str, str]
+    body: bytes
+    now: float
+    origin: Literal["published", "sdk", "self"]
+    reference: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    delivery_id: str | None = None
+    method: str = "POST"
+    query: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class SignedRequest:
+    """What a sender sends (:meth:`Provider.sign_request`): the headers it attaches, the body
+    (with any signature the provider carries inside it, as Adyen's per-item ``hmacSignature``)
+    and the URL it calls (with any credential the provider carries in it, as a token in the
+    query string of the URL configured at Mollie)."""
+
+    headers: dict[str, str]
+    body: bytes
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A provider-shaped delivery for the simulator and ``events/``: the body and the headers
+    other than the signature (:meth:`Provider.sign` adds those)."""
+
+    body: bytes
+    headers: dict[str, str]
+
+    @classmethod
+    def json(cls, document: Any, **headers: str) -> Sample:
+        """A compact JSON body (no spaces, as most senders serialise) with ``content-type``."""
+        body = json.dumps(document, separators=(",", ":")).encode()
+        return cls(body, {"content-type": "application/json", **headers})
