@@ -441,6 +441,22 @@ def test_hook_registry_exact_event_type_wins_and_rejects_double_registration() -
         hooks.register("stripe", "*", catch_all)
 
 
+def test_hook_for_every_source_is_the_last_resort() -> None:
+    hooks = HookRegistry()
+
+    def everything(e: HookEvent) -> None: ...
+
+    def github_only(e: HookEvent) -> None: ...
+
+    hooks.hook("*")(everything)
+    hooks.hook("github")(github_only)
+    assert hooks.find("stripe", "customer.updated") is everything
+    assert hooks.find("stripe", None) is everything
+    assert hooks.find("github", "push") is github_only
+    with pytest.raises(ConfigurationError, match="every event type"):
+        hooks.register("*", "push", everything)
+
+
 def test_unimportable_hooks_module_fails_loudly() -> None:
     load_hooks_module(None)
     with pytest.raises(ConfigurationError, match="no_such_hooks_module"):
