@@ -659,7 +659,7 @@ def test_batch_mixing_every_outcome_reports_exactly_the_failed_message_ids(
         "m-sha-mismatch": _envelope("evt_sha", body_sha256="0" * 64),
         "m-size-mismatch": _envelope("evt_size", body_size=1),
         "m-missing-object": _envelope(
-            "evt_ref", body_b64=None, body_ref={"bucket": BUCKET, "key": "bodies/missing"}
+            "evt_ref", body_b64=None, body_ref={"bucket": BUCKET, "key": "bodies/stripe/missing"}
         ),
         "m-both-bodies": _envelope("evt_both", body_ref={"bucket": BUCKET, "key": "k"}),
         "m-not-json": "this is not an envelope",

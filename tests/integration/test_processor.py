@@ -3,6 +3,7 @@ cancellation reasons (C10), concurrency, injected throttling, claim-check bodies
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.util
 import io
@@ -585,7 +586,7 @@ def test_claim_check_body_is_fetched_and_integrity_checked(
     registry.register("stripe", None, lambda e: seen.append(e.body))
     processor = app()
     raw = json.dumps({"id": "evt_big", "pad": "x" * 300_000}).encode()
-    body = _claim_check(raw, "stripe/evt_big", "evt_big")
+    body = _claim_check(raw, "bodies/stripe/evt_big", "evt_big")
     # When
     assert invoke(processor, sqs_record(body)) == {"batchItemFailures": []}
     # Then the hook got exactly the stored bytes
@@ -597,10 +598,10 @@ def test_claim_check_body_changed_or_missing_is_poison(
     logs: io.StringIO, processor: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
     raw = b'{"id":"evt_big2"}' + b" " * 1000
-    body = _claim_check(raw, "stripe/evt_big2", "evt_big2")
-    boto3.client("s3").put_object(Bucket=BUCKET, Key="stripe/evt_big2", Body=raw[:-1])
+    body = _claim_check(raw, "bodies/stripe/evt_big2", "evt_big2")
+    boto3.client("s3").put_object(Bucket=BUCKET, Key="bodies/stripe/evt_big2", Body=raw[:-1])
     missing = json.loads(body)
-    missing["body_ref"]["key"] = "stripe/nothing-here"
+    missing["body_ref"]["key"] = "bodies/stripe/nothing-here"
     missing["delivery_id"] = "evt_big3"
     response = invoke(
         processor, sqs_record(body, "msg-changed"), sqs_record(json.dumps(missing), "msg-missing")
@@ -611,7 +612,82 @@ def test_claim_check_body_changed_or_missing_is_poison(
     assert "missing" in reasons["msg-missing"]
 
 
+def test_claim_check_pointer_outside_our_bucket_or_the_sources_prefix_is_malformed(
+    logs: io.StringIO, processor: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a body stored under another source's prefix and the same bytes in another bucket
+    raw = b'{"id":"evt_p"}' + b" " * 1000
+    other = "someone-elses-bucket"
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=other)
+    s3.put_object(Bucket=other, Key="bodies/stripe/evt_p", Body=raw)
+    elsewhere = json.loads(_claim_check(raw, "bodies/github/evt_p", "evt_p"))
+    in_other_bucket = dict(elsewhere, delivery_id="evt_p2")
+    in_other_bucket["body_ref"] = {"bucket": other, "key": "bodies/stripe/evt_p"}
+    outside = dict(elsewhere, delivery_id="evt_p3")
+    outside["body_ref"] = {"bucket": BUCKET, "key": "bodies/stripe"}  # the prefix needs its "/"
+    s3.put_object(Bucket=BUCKET, Key="bodies/stripe", Body=raw)
+    # When each envelope (valid digests of the stored bytes) reaches the processor
+    response = invoke(
+        processor,
+        sqs_record(json.dumps(elsewhere), "msg-prefix"),
+        sqs_record(json.dumps(in_other_bucket), "msg-bucket"),
+        sqs_record(json.dumps(outside), "msg-no-slash"),
+    )
+    # Then none is followed: each is malformed with the reason, nothing is recorded
+    assert sorted(failed_ids(response)) == ["msg-bucket", "msg-no-slash", "msg-prefix"]
+    lines = {line["message_id"]: line for line in outcome_lines(logs)}
+    assert {m: line["outcome"] for m, line in lines.items()} == dict.fromkeys(lines, "malformed")
+    assert "not under bodies/stripe/" in lines["msg-prefix"]["reason"]
+    assert "not under bodies/stripe/" in lines["msg-no-slash"]["reason"]
+    assert "another bucket" in lines["msg-bucket"]["reason"]
+    assert metric_totals(capsys.readouterr().out) == {"Malformed": 3}
+
+
 # -- hooks ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raised", [SystemExit(3), GeneratorExit(), asyncio.CancelledError()], ids=type
+)
+def test_a_hook_raising_a_base_exception_fails_only_its_record(
+    app: Callable[..., ModuleType], store: DynamoDBDeliveryStore, raised: BaseException
+) -> None:
+    # Given a hook that raises a BaseException for one resource's event, on the thread pool
+    ran: list[str] = []
+
+    def hook(event: Any) -> None:
+        ran.append(event.delivery_id)
+        if event.delivery_id == "evt_exit":
+            raise raised
+
+    registry.register("stripe", None, hook)
+    processor = app()
+    # When a batch holds it and two other resources' events
+    response = invoke(
+        processor,
+        sqs_record(envelope("evt_ok1", "cus_ok1", 1), "msg-ok1"),
+        sqs_record(envelope("evt_exit", "cus_exit", 1), "msg-exit"),
+        sqs_record(envelope("evt_ok2", "cus_ok2", 1), "msg-ok2"),
+    )
+    # Then only its record is reported failed (a retry: its hook is still pending)
+    assert failed_ids(response) == ["msg-exit"]
+    assert sorted(ran) == ["evt_exit", "evt_ok1", "evt_ok2"]
+    assert store.get_delivery("stripe", "evt_exit")["hook_state"] == "pending"
+    assert store.get_delivery("stripe", "evt_ok1")["hook_state"] == "done"
+
+
+def test_keyboard_interrupt_in_a_hook_stops_the_invocation(
+    app: Callable[..., ModuleType], store: DynamoDBDeliveryStore
+) -> None:
+    def hook(event: Any) -> None:
+        raise KeyboardInterrupt
+
+    registry.register("stripe", None, hook)
+    processor = app()
+    with pytest.raises(KeyboardInterrupt):
+        invoke(processor, sqs_record(envelope("evt_kbd", "cus_kbd", 1), "msg-kbd"))
+    assert store.get_delivery("stripe", "evt_kbd")["hook_state"] == "pending"
 
 
 HOOKS_SOURCE = """

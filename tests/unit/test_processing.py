@@ -270,7 +270,7 @@ def _claim_check_envelope(raw: bytes, **over: Any) -> str:
     data = json.loads(envelope_json("evt_big"))
     data.pop("body_b64")
     data.update(
-        body_ref={"bucket": "payloads", "key": "stripe/evt_big"},
+        body_ref={"bucket": "payloads", "key": "bodies/stripe/evt_big"},
         body_size=len(raw),
         body_sha256=hashlib.sha256(raw).hexdigest(),
     )
@@ -283,7 +283,7 @@ def test_claim_check_body_is_fetched_and_checked() -> None:
     seen: list[bytes] = []
     hooks = HookRegistry()
     hooks.register("stripe", None, lambda event: seen.append(event.body))
-    service = make_service(hooks=hooks, payloads=MemoryPayloads({"stripe/evt_big": raw}))
+    service = make_service(hooks=hooks, payloads=MemoryPayloads({"bodies/stripe/evt_big": raw}))
     result = service.process_message(msg("m1", _claim_check_envelope(raw)))
     assert result.outcome is Outcome.APPLIED
     assert seen == [raw]
@@ -291,7 +291,7 @@ def test_claim_check_body_is_fetched_and_checked() -> None:
 
 def test_claim_check_body_altered_in_s3_is_malformed() -> None:
     raw = b"x" * 1000
-    payloads = MemoryPayloads({"stripe/evt_big": raw[:-1] + b"y"})
+    payloads = MemoryPayloads({"bodies/stripe/evt_big": raw[:-1] + b"y"})
     result = make_service(payloads=payloads).process_message(msg("m1", _claim_check_envelope(raw)))
     assert result.outcome is Outcome.MALFORMED
     assert "sha256" in (result.reason or "")

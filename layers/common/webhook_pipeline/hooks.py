@@ -23,7 +23,9 @@ Semantics
 * At least once: a hook can run more than once for the same delivery (its retry, a crash before
   the processor marked it done, a concurrent redelivery). Use ``event.idempotency_key`` (the
   source and delivery id) to make your side effects idempotent.
-* A hook that raises makes the record a ``retry`` (reported in ``batchItemFailures``). The
+* A hook that raises makes the record a ``retry`` (reported in ``batchItemFailures``), whatever
+  it raises (``SystemExit`` and other ``BaseException`` too): the other records of the batch
+  are unaffected. Only ``KeyboardInterrupt`` passes through, as the process being stopped. The
   redelivery finds the delivery already recorded with ``hook_state = pending`` and runs the hook
   only: the watermark is not applied again and nothing is recorded twice. After
   ``maxReceiveCount`` failed attempts the message reaches the DLQ; a replay runs the hook again.
