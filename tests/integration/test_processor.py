@@ -4,6 +4,7 @@ cancellation reasons (C10), concurrency, injected throttling, claim-check bodies
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import importlib.util
 import io
@@ -751,3 +752,32 @@ def test_missing_table_name_fails_the_cold_start(
 ) -> None:
     with pytest.raises(ConfigurationError, match="table_name"):
         app(TABLE_NAME="")
+
+
+def test_no_body_content_reaches_a_log_line_or_a_failure_note(
+    logs: io.StringIO,
+    processor: ModuleType,
+    store: DynamoDBDeliveryStore,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given malformed envelopes that carry a recognisable marker in their body and fields
+    marker = f"SECRET-MARKER-{uuid.uuid4().hex[:8]}"
+    raw = json.dumps({"id": "evt_mk", "card": marker}).encode()
+    good = json.loads(envelope("evt_mk", "cus_mk", 1, body=raw))
+    bodies = {
+        "msg-extra": dict(good, unexpected=marker),
+        "msg-schema": dict(good, schema_version=2, headers={"x-note": marker}),
+        "msg-sequence": dict(good, sequence=marker),
+        "msg-digest": dict(good, body_sha256="0" * 64),
+    }
+    response = invoke(processor, *(sqs_record(json.dumps(b), m) for m, b in bodies.items()))
+    assert sorted(failed_ids(response)) == sorted(bodies)
+    # Then no log line, metric line nor failure note holds the marker (nor its base64)
+    hidden = (marker, base64.b64encode(raw).decode()[8:40])
+    written = logs.getvalue() + capsys.readouterr().out
+    assert len(outcome_lines(logs)) == 4
+    assert not [h for h in hidden if h in written]
+    for message_id in bodies:
+        note = store.get_failure(message_id)
+        assert note is not None and note["reason"]
+        assert not [h for h in hidden if h in json.dumps(note, default=str)]
