@@ -292,9 +292,9 @@ def test_dlq_peek_shows_no_body_content_of_malformed_envelopes(cli: Run, stack: 
         json.dumps(dict(good, body_b64=base64.b64encode(marker.encode()).decode())),
     )
     sqs = stack.sqs
-    seen = sqs.receive_message(
-        QueueUrl=stack.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0
-    )["Messages"]
+    seen = sqs.receive_message(QueueUrl=stack.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0)[
+        "Messages"
+    ]
     store = DynamoDBDeliveryStore(boto3.client("dynamodb"), stack.table)
     service = ProcessorService(store, payloads=None, hooks=HookRegistry())  # type: ignore[arg-type]
     results = service.process_batch(
