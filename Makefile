@@ -13,15 +13,21 @@ help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 $(PY):
+	@echo "creating $(VENV) with $(PYTHON)"
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# pip shows one line per package it fetches (errors on stderr; its exit status is kept): the first
+# install takes a minute or two.
+PIP_LINES := awk '/^(Collecting|Successfully)/ { print; fflush() }'
 $(STAMP_LOCAL): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[local]'
+	@echo "installing what the local stack needs into $(VENV) (one line per package)"
+	@bash -o pipefail -c "$(PY) -m pip install --progress-bar off -e '.[local]' | $(PIP_LINES)"
 	touch $@
 
 $(STAMP_DEV): pyproject.toml tests/node/package-lock.json | $(PY)
-	$(PY) -m pip install -q -e '.[dev]'
+	@echo "installing what the tests need into $(VENV) (one line per package)"
+	@bash -o pipefail -c "$(PY) -m pip install --progress-bar off -e '.[dev]' | $(PIP_LINES)"
 	@# npm SDKs the provider tests cross-check against (Linear has no Python SDK); skipped
 	@# with a note where npm is missing, and the tests that need them say so.
 	@if command -v npm >/dev/null 2>&1; then npm ci --prefix tests/node --no-audit --no-fund --silent; \

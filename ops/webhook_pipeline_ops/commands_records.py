@@ -76,21 +76,26 @@ def get_resource(aws: Aws, source: str, key: str) -> dict[str, Any] | None:
     return item
 
 
-def known_sources() -> list[str] | None:
-    """Names of the sources file's sources (``None`` when the file cannot be read)."""
+def known_sources(*, local: bool = False) -> list[str] | None:
+    """Names of the sources file's sources, and with ``local`` every source the local stack
+    serves (one per provider the file leaves unused); ``None`` when the file cannot be read."""
     from webhook_pipeline.errors import ConfigurationError
     from webhook_pipeline.sources import load_sources
 
     try:
+        if local:
+            from webhook_pipeline_ops.samples import example_sources
+
+            return sorted(example_sources())
         return sorted(load_sources())
     except ConfigurationError:
         return None
 
 
-def unknown_source_hint(source: str) -> str:
-    """``": source 'x' is unknown (sources: a, b)"`` when ``source`` is not in the sources file,
-    else ``""``."""
-    names = known_sources()
+def unknown_source_hint(source: str, *, local: bool = False) -> str:
+    """``": source 'x' is unknown (sources: a, b)"`` when ``source`` is not a source the stack
+    serves (:func:`known_sources`), else ``""``."""
+    names = known_sources(local=local)
     if names is None or source in names:
         return ""
     return f": source {source!r} is unknown (sources: {', '.join(names)})"
@@ -105,6 +110,6 @@ def run_get(args: argparse.Namespace) -> int:
         item = get_resource(aws, args.source, args.key)
         missing = f"no resource item for source {args.source!r}, resource key {args.key!r}"
     if item is None:
-        raise OpsError(missing + unknown_source_hint(args.source))
+        raise OpsError(missing + unknown_source_hint(args.source, local=bool(args.local)))
     print_json(item)
     return 0

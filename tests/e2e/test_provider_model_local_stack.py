@@ -1,15 +1,20 @@
 """The provider-model attacks (cases C11, C12, C13) over real HTTP against the local stack, with
 the effects read from DynamoDB: one delivery id, ``stale`` and not ``applied``, the body mismatch
-noted on the record."""
+noted on the record; and every provider's handshakes answered over HTTP without the gate or the
+queue (Redis ``INFO commandstats`` unchanged)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import uuid
 
 import pytest
+import redis
 import requests
+from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.secrets import parse_secret
 from webhook_pipeline_ops.samples import example_sources, signed_delivery
 
 from tests.e2e.conftest import LocalStack
@@ -92,3 +97,61 @@ def test_c13_one_id_two_bodies_is_noted_on_the_record(local_stack: LocalStack) -
     assert item["last_mismatch_sha256"] == hashlib.sha256(other_body).hexdigest()
     assert item["content_sha256"] == hashlib.sha256(first.body).hexdigest()
     assert len(delivery_items(local_stack, event_id)) == 1
+
+
+def _stored_secret(stack: LocalStack, name: str) -> str:
+    """The Secrets Manager value the stack stored for ``name`` (its verification form)."""
+    doc = json.loads((stack.state_dir / "secrets.json").read_text())
+    secret_id = doc["sources"][name]["secret_id"]
+    return str(stack.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"])
+
+
+def _commands(client: redis.Redis) -> dict[str, int]:
+    """Redis commands run so far by name (the INFO reads of this test left out)."""
+    stats = client.info("commandstats")
+    return {k: v["calls"] for k, v in stats.items() if k not in ("cmdstat_info",)}
+
+
+HANDSHAKES = sorted(name for name, s in SOURCES.items() if s.provider.handshakes)
+
+
+@pytest.mark.parametrize("name", HANDSHAKES)
+def test_every_handshake_is_answered_over_http_without_the_gate_or_the_queue(
+    local_stack: LocalStack, name: str
+) -> None:
+    """Each provider's handshakes, sent over HTTP as the provider sends them, get exactly the
+    answer the provider module computes for that request (status, content type and bytes), and
+    run no Redis command and put nothing on the queue."""
+    source = SOURCES[name]
+    stored = parse_secret(_stored_secret(local_stack, name))
+    gate = redis.Redis.from_url(local_stack.ready["redis_url"])
+    sqs, queue = local_stack.client("sqs"), local_stack.outputs["MainQueueUrl"]
+    for handshake in source.provider.handshakes:
+        sample = handshake.sample(stored)
+        headers, body = dict(sample.headers), sample.body
+        url = local_stack.url(name)
+        if handshake.signed:
+            sent = source.provider.sign_request(
+                body, local_stack.secrets[name], timestamp=int(time.time()),
+                delivery_id="hs", url=url,
+            )  # fmt: skip
+            headers, body = headers | sent.headers, sent.body
+        lowered = {k.lower(): v for k, v in headers.items()}
+        expected = handshake.answer(
+            WebhookRequest(sample.method, name, lowered, body, query=dict(sample.query)), stored
+        )
+        before = _commands(gate)
+        answer = requests.request(
+            sample.method, url, params=dict(sample.query), data=body, headers=headers, timeout=10
+        )
+        assert answer.status_code == expected.status == 200, (handshake.name, answer.text)
+        if expected.content_type == "application/json":
+            assert answer.json() == expected.body, handshake.name
+        else:
+            assert answer.text == expected.text(), handshake.name
+        assert answer.headers["content-type"].startswith(expected.content_type)
+        assert _commands(gate) == before, handshake.name
+        depth = sqs.get_queue_attributes(
+            QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]["ApproximateNumberOfMessages"]
+        assert depth == "0", handshake.name

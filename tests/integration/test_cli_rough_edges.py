@@ -186,6 +186,10 @@ def test_deliveries_get_names_an_unknown_source(cli: Run, local_dir: Path) -> No
     code, _, err = cli("deliveries", "get", "--local", "stripe", "evt_x")
     assert code == 1
     assert "no delivery recorded" in err and "unknown" not in err
+    # so does a provider the local stack serves beyond the sources file (its catalogue source)
+    code, _, err = cli("deliveries", "get", "--local", "adyen", "evt_x")
+    assert code == 1
+    assert "no delivery recorded" in err and "unknown" not in err
     code, _, err = cli("resources", "get", "--local", "nosuch", "cus_1")
     assert "source 'nosuch' is unknown" in err
     # --json is still accepted (the output is JSON anyway)

@@ -371,6 +371,12 @@ def custom_provider(
     return build
 
 
+def _throttled(**_: Any) -> Any:
+    from botocore.exceptions import ClientError
+
+    raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "SendMessage")
+
+
 def single_event(name: str, delivery_id: str = "e1", secret: str = "throwaway-secret") -> Any:
     from webhook_pipeline_ops.samples import SampleDelivery
 
@@ -470,11 +476,20 @@ def test_provider_modules_that_cannot_be_imported_fail_the_cold_start(make_inges
     assert "no_such_module" not in sys.modules
 
 
-def test_a_one_time_token_is_accepted_once_and_a_reuse_is_401(custom_provider) -> None:
+def test_a_one_time_token_is_bound_to_its_delivery_and_a_reuse_with_another_is_401(
+    custom_provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     harness = custom_provider(name="tokeny", replay_token=True)
     first = single_event("tokeny", "e1")
     first["headers"]["x-test-token"] = "tok-1"
+    # The first attempt fails to enqueue (503, the claim released); the sender resends the very
+    # same request, token included: accepted, then a duplicate, never a 401 that loses it
+    monkeypatch.setattr(harness.app.service().queue.client, "send_message", _throttled)
+    assert harness.invoke(first)["statusCode"] == 503
+    monkeypatch.undo()
     assert harness.invoke(first)["statusCode"] == 202
+    resent = harness.invoke(first)
+    assert (resent["statusCode"], json.loads(resent["body"])["status"]) == (200, "duplicate")
     again = single_event("tokeny", "e2")  # another delivery, the same signed token
     again["headers"]["x-test-token"] = "tok-1"
     response = harness.invoke(again)

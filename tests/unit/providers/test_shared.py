@@ -445,6 +445,31 @@ class TestEveryProvider:
         if source.resource_key is not None:
             assert all(e.resource_key is not None and e.sequence is not None for e in events)
 
+    def test_an_unsigned_handshake_never_answers_a_signature_of_a_body_the_caller_chose(
+        self, name: str
+    ) -> None:
+        # An unsigned challenge answered with an HMAC under the delivery key (X's CRC, LinkedIn's
+        # challengeCode) must not sign a delivery body put in its challenge value.
+        p = provider(name)
+        stored = parse_secret(p.dev_secret_value())
+        body = signed(name).body
+        headers = p.sign(body, p.dev_secret, timestamp=NOW, delivery_id="forged")
+        signatures = {part for v in headers.values() for part in (v, v.split("=", 1)[-1]) if part}
+        for handshake in (h for h in p.handshakes if not h.signed):
+            sample = handshake.sample(stored)
+            for parameter in sample.query:
+                query = {**sample.query, parameter: body.decode("utf-8", "replace")}
+                req = make_request(dict(sample.headers), sample.body, method=sample.method,
+                                   query=query)  # fmt: skip
+                if not handshake.matches(req):
+                    continue
+                try:
+                    text = handshake.answer(req, stored).text()
+                except VerificationError as err:
+                    assert err.status == 401
+                    continue
+                assert not any(sig in text for sig in signatures), (handshake.name, parameter)
+
     def test_handshake_samples_are_recognised_and_answered(self, name: str) -> None:
         p = provider(name)
         stored = parse_secret(p.dev_secret_value())

@@ -58,6 +58,19 @@ end
 return 0
 """
 
+# A one-time token bound to the deliveries it first came with: 1 when it is (now) ours.
+BIND_SCRIPT = """
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return 1
+end
+if v == ARGV[1] then
+  return 1
+end
+return 0
+"""
+
 RELEASE_SCRIPT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -150,14 +163,19 @@ class RedisGate:
             )
         )
 
-    def claim_once(self, key: str, ttl_seconds: int) -> bool:
-        """``SET key 1 NX EX ttl`` (every Redis version): ``False`` when ``key`` exists.
+    def claim_once(self, key: str, ttl_seconds: int, owner: str) -> bool:
+        """``SET key owner NX EX ttl``, or compare the owner already there, in one script (every
+        Redis version): ``False`` when ``key`` is bound to another owner.
 
         Raises
         ------
         GateUnavailableError
         """
-        return bool(self._call(lambda: self.client.set(key, b"1", nx=True, ex=ttl_seconds)))
+        return bool(
+            self._call(
+                lambda: self._script(BIND_SCRIPT)(keys=[key], args=[owner, ttl_seconds])
+            )
+        )
 
     # -- many deliveries of one POST: one round trip each ------------------------------------
 

@@ -33,9 +33,10 @@ class DedupGate(Protocol):
         more."""
         ...
 
-    def claim_once(self, key: str, ttl_seconds: int) -> bool:
-        """Mark ``key`` used for ``ttl_seconds``; ``False`` when it was already (a replayed
-        one-time token)."""
+    def claim_once(self, key: str, ttl_seconds: int, owner: str) -> bool:
+        """Bind ``key`` to ``owner`` for ``ttl_seconds`` unless it is bound already: ``True``
+        when it is now or was already bound to ``owner``, ``False`` when bound to another (a
+        one-time token replayed with another delivery)."""
         ...
 
     def claim_many(self, claims: Sequence[Claim], ttl_seconds: int) -> list[ClaimResult]:

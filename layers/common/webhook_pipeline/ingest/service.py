@@ -154,9 +154,9 @@ class IngestService:
         if handshake is not None:
             return self._handshake(source, handshake, request, secret)
         verified = self._verify(source, request, secret)
-        if verified.replay_token is not None:
-            self._use_once(source, verified.replay_token)
         events = read_events(source, request, verified)
+        if verified.replay_token is not None:
+            self._use_once(source, verified.replay_token, [e.delivery_id for e in events])
         logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
         if provider.batch_path is None:
             return self._single(source, request, events[0])
@@ -221,29 +221,39 @@ class IngestService:
             )
         return verified
 
-    def _use_once(self, source: ResolvedSource, token: str) -> None:
-        """Accept a provider's one-time token once within its tolerance (Mailgun's ``token``).
+    def _use_once(self, source: ResolvedSource, token: str, delivery_ids: list[str]) -> None:
+        """Bind a provider's one-time token (Mailgun's ``token``) to the deliveries it first
+        came with, for twice its tolerance.
+
+        The same token with the same delivery ids again is the sender's resend (or a retry after
+        a 503 released the claim): it goes on to the gate, which answers a duplicate 200 or
+        accepts it. The same token with other delivery ids is a captured signature carrying
+        another body.
 
         Raises
         ------
         VerificationError
-            ``replay_detected``: the token was used before. With Redis unavailable the check is
-            skipped (fail open) or the request is 503 (fail closed), as for the claim.
+            ``replay_detected``: the token came before with other delivery ids. With Redis
+            unavailable the check is skipped (fail open) or the request is 503 (fail closed), as
+            for the claim.
         """
         if not self._gate_available() or self.gate is None:
             return
         digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
         key = f"{self.policy.redis_key_prefix}{source.name}:token:{digest}"
+        owner = hashlib.sha256("\n".join(delivery_ids).encode("utf-8")).hexdigest()
         ttl = 2 * (source.provider.tolerance_seconds or self.policy.claim_ttl_seconds)
         try:
-            fresh = self.gate.claim_once(key, ttl)
+            ours = self.gate.claim_once(key, ttl, owner)
         except GateUnavailableError as exc:
             self._gate_failed(exc)
             return
-        if not fresh:
+        if not ours:
             count(MetricName.SIGNATURE_INVALID)
             logger.info("one-time token reused", extra={"reason": "replay_detected"})
-            raise VerificationError("replay_detected", "the signed one-time token was used before")
+            raise VerificationError(
+                "replay_detected", "the signed one-time token came before with another delivery"
+            )
 
     @staticmethod
     def _count_rejection(exc: VerificationError) -> None:
@@ -316,21 +326,21 @@ class IngestService:
         self, source: ResolvedSource, event: DeliveryEvent, result: ClaimResult
     ) -> Answer:
         count(MetricName.DUPLICATE_DISCARDED)
-        self._check_body(event, result)
+        self._check_body(event, result.stored_digest)
         logger.info("duplicate discarded at the gate")
         return source.provider.acknowledgement(
             200, {"status": "duplicate", "delivery_id": event.delivery_id}
         )
 
-    def _check_body(self, event: DeliveryEvent, result: ClaimResult) -> None:
+    def _check_body(self, event: DeliveryEvent, stored_digest: str | None) -> None:
         """Count and log a duplicate whose content differs from the copy claimed before it."""
-        if result.stored_digest is not None and result.stored_digest != event.digest:
+        if stored_digest is not None and stored_digest != event.digest:
             count(MetricName.DUPLICATE_BODY_MISMATCH)
             logger.warning(
                 "duplicate delivery id with a different body",
                 extra={
                     "delivery_id": event.delivery_id,
-                    "stored_sha256": result.stored_digest,
+                    "stored_sha256": stored_digest,
                     "received_sha256": event.digest,
                 },
             )
@@ -338,8 +348,19 @@ class IngestService:
     # -- a batched POST: 2 Redis round trips + ceil(n / 10) SQS calls ---------------------------
 
     def _batch(
-        self, source: ResolvedSource, request: WebhookRequest, events: list[DeliveryEvent]
+        self, source: ResolvedSource, request: WebhookRequest, received: list[DeliveryEvent]
     ) -> Answer:
+        # One POST naming one delivery id twice is one delivery: the first copy is claimed, the
+        # others are duplicates of it (claiming both would find the first still pending).
+        events: list[DeliveryEvent] = []
+        first: dict[str, DeliveryEvent] = {}
+        for event in received:
+            if event.delivery_id in first:
+                count(MetricName.DUPLICATE_DISCARDED)
+                self._check_body(event, first[event.delivery_id].digest)
+            else:
+                first[event.delivery_id] = event
+                events.append(event)
         claims = [self._new_claim(source, event) for event in events]
         results = self._claim_many(claims)
         new: list[int] = []
@@ -349,7 +370,7 @@ class IngestService:
                 new.append(index)
             elif result.outcome is ClaimOutcome.DUPLICATE:
                 count(MetricName.DUPLICATE_DISCARDED)
-                self._check_body(event, result)
+                self._check_body(event, result.stored_digest)
             else:
                 in_flight += 1
         factory = self._envelopes(source, request)
@@ -372,11 +393,11 @@ class IngestService:
         logger.info(
             "batch enqueued",
             extra={
-                "events": len(events),
+                "events": len(received),
                 # every id enqueued, so a reconciliation can find each one (webhook-pipeline audit)
                 "delivery_ids": [events[new[i]].delivery_id for i in sorted(sent.sent)],
                 "accepted": len(sent.sent),
-                "duplicates": len(events) - len(new) - in_flight,
+                "duplicates": len(received) - len(new) - in_flight,
                 "in_flight": in_flight,
                 "failed": len(sent.failed),
             },
@@ -390,10 +411,10 @@ class IngestService:
         return source.provider.acknowledgement(
             202 if new else 200,
             {
-                "status": "accepted" if new or not events else "duplicate",
-                "events": len(events),
+                "status": "accepted" if new or not received else "duplicate",
+                "events": len(received),
                 "accepted": len(new),
-                "duplicates": len(events) - len(new),
+                "duplicates": len(received) - len(new),
             },
         )
 

@@ -18,7 +18,9 @@ item can never ride along with genuine ones. The pipeline answers ``[accepted]``
 ones; the recalled ``[accepted]`` requirement is UNVERIFIED).
 
 What is signed: those eight fields of each item, so the delivery id
-``pspReference:eventCode:success`` and the event type ``eventCode`` are signed. What is **not**
+``pspReference:eventCode:success`` and the event type ``eventCode`` are signed (a colon is
+refused in every signed field but ``merchantReference``, so the unescaped join cannot be re-cut
+into other values: :func:`signing_string`). What is **not**
 signed: the body bytes, ``eventDate``, ``reason``, ``paymentMethod``, ``operations``, the rest
 of ``additionalData``, the envelope's ``live`` flag, and every header: a captured item can be
 resent with those changed and still verifies (the body-consistency check counts one id arriving
@@ -81,11 +83,19 @@ _VECTOR_BODY = (
 def signing_string(item: Any) -> bytes:
     """The string an item's ``hmacSignature`` covers (UTF-8).
 
+    The fields are joined with ``":"`` unescaped (as Adyen signs them), so a captured item
+    could be re-cut at a colon (``pspReference "P"`` + ``originalReference ""`` read as
+    ``pspReference "P:"``...) into other field values, another delivery id among them, under the
+    same signature. Only ``merchantReference`` (the merchant's own text) may hold a colon: every
+    other signed field is colon-free in what Adyen sends, and with those seven colon-free the
+    string splits back into fields one way only.
+
     Raises
     ------
     VerificationError
         ``signature_malformed``: a signed field has a type Adyen never sends (text fields are
-        strings, ``amount.value`` an integer), so its string form would be ambiguous.
+        strings, ``amount.value`` an integer), or a colon in a field other than
+        ``merchantReference``; either would make the split into fields ambiguous.
     """
     amount = item.get("amount")
     if amount is not None and not isinstance(amount, dict):
@@ -98,6 +108,8 @@ def signing_string(item: Any) -> bytes:
         elif name == "amount.value" and isinstance(value, int) and not isinstance(value, bool):
             parts.append(str(value))
         elif isinstance(value, str) and name != "amount.value":
+            if ":" in value and name != "merchantReference":
+                raise VerificationError("signature_malformed", f"{name} holds a colon")
             parts.append(value)
         else:
             raise VerificationError("signature_malformed", f"{name} has an unexpected type")

@@ -76,7 +76,8 @@ class Verified:
         some).
     replay_token : str | None
         A signed value the provider makes unique per request (Mailgun's ``token``): the ingest
-        use case accepts it once within the tolerance (a reused one is 401 ``replay_detected``).
+        use case binds it to the delivery id it first came with (the token with another id is
+        401 ``replay_detected``; with the same id it is the sender's resend).
     """
 
     secret_index: int

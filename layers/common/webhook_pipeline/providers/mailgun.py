@@ -12,9 +12,11 @@ the event type, could have been rewritten on the way. The consequences, made vis
 
 - ``Signs(id=None, body=False)``: every source of this provider logs the unsigned-fields WARNING
   at each cold start, and ``require_signed_id = true`` refuses to load it;
-- the ``token`` is a one-time value (:attr:`Verified.replay_token`): the ingest accepts it once
-  within the tolerance and answers a reuse 401 ``replay_detected``, so one captured signature
-  can carry one body, once (and the genuine delivery, which normally arrives first, spends it);
+- the ``token`` is a one-time value (:attr:`Verified.replay_token`): the ingest binds it to the
+  delivery id it first came with, for twice the tolerance, and answers the token with any other
+  delivery id 401 ``replay_detected``, so one captured signature can carry one delivery id (and
+  the genuine delivery, which normally arrives first, takes it); the same request again is a
+  duplicate (200), and a resend after a 503 is accepted;
 - a body changed in transit by someone who saw the genuine request is not detected: when the
   content matters, fetch the event by id from Mailgun's Events API before acting on it.
 

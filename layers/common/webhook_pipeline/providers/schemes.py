@@ -350,11 +350,25 @@ def query_value(request: WebhookRequest, name: str) -> str | None:
     return request.query.get(name)
 
 
+def _parses_as_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 class HmacQueryChallenge(Handshake):
     """A ``GET ?<parameter>=<token>`` challenge answered 200 with a JSON body holding an
     HMAC-SHA256 of the token keyed with the current signing secret (UTF-8). The challenge is
     unsigned: the answer itself proves the endpoint holds the secret. The provider's only GET,
-    so a GET without the parameter is 401 ``handshake_invalid`` rather than 405."""
+    so a GET without the parameter is 401 ``handshake_invalid`` rather than 405.
+
+    The answer is the same HMAC, under the same key, as a delivery's signature of its body (X,
+    LinkedIn), so anyone may ask for it: a token that could be a delivery body would make this a
+    signing oracle. Their delivery bodies are JSON, so a token that parses as JSON (an object, an
+    array, but also a number or a string) is refused; the tokens these providers send are random
+    strings that do not."""
 
     method = "GET"
     signed = False
@@ -373,9 +387,14 @@ class HmacQueryChallenge(Handshake):
         Raises
         ------
         VerificationError
-            ``handshake_invalid``: no token, an empty one or one over 1,024 characters.
+            ``handshake_invalid``: no token, an empty one, one over 1,024 characters, or one that
+        could be a JSON delivery body (it would be signed like one).
         """
         token = query_value(request, self.parameter)
         if not token or len(token) > MAX_CHALLENGE_CHARS or not secret.signing:
             raise VerificationError("handshake_invalid", f"no usable {self.parameter}")
+        if _parses_as_json(token):
+            raise VerificationError(
+                "handshake_invalid", f"{self.parameter} could be a delivery body: not signed"
+            )
         return Answer(200, self.body(token, utf8_hmac(secret.signing[0], token.encode("utf-8"))))

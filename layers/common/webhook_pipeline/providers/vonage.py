@@ -24,6 +24,7 @@ import base64
 import binascii
 import hashlib
 import json
+import math
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -123,6 +124,24 @@ def issued_at(claims: Mapping[str, Any]) -> int:
     return parse_plain_int(str(iat))
 
 
+def check_expiry(exp: object, now: float) -> None:
+    """Refuse a passed ``exp``. RFC 7519 makes it a NumericDate: any JSON number (``1.5e9`` and
+    ``1796134571.0`` included), so a fractional one is compared as it is, never skipped.
+
+    Raises
+    ------
+    TimestampError
+        ``timestamp_invalid``: present but not a finite JSON number (a string, a boolean...);
+        ``timestamp_stale``: earlier than ``now`` (seconds).
+    """
+    if exp is None:
+        return
+    if isinstance(exp, bool) or not isinstance(exp, int | float) or not math.isfinite(exp):
+        raise TimestampError("timestamp_invalid", "the JWT's exp is not a number")
+    if exp < now:
+        raise TimestampError("timestamp_stale", "the JWT has expired")
+
+
 @register
 class Vonage(Provider):
     """Vonage's signed webhooks.
@@ -204,7 +223,8 @@ class Vonage(Provider):
             or the token was minted for another body).
         TimestampError
             ``timestamp_missing`` / ``timestamp_invalid`` (``iat``), ``timestamp_stale`` /
-            ``timestamp_future``, ``timestamp_stale`` for a passed ``exp``.
+            ``timestamp_future``, ``timestamp_stale`` for a passed ``exp``, ``timestamp_invalid``
+            for an ``exp`` that is not a JSON number.
         """
         signing_input, claims, signature = parse_token(signature_header(request, HEADER))
         timestamp = issued_at(claims)
@@ -217,9 +237,7 @@ class Vonage(Provider):
         if not constant_time_equal(hashlib.sha256(request.body).hexdigest(), payload_hash):
             raise VerificationError("signature_invalid", "payload_hash is not the body's SHA-256")
         self.check_fresh(timestamp, now)
-        exp = claims.get("exp")
-        if isinstance(exp, int) and not isinstance(exp, bool) and exp < now:
-            raise TimestampError("timestamp_stale", "the JWT has expired")
+        check_expiry(claims.get("exp"), now)
         return Verified(secret_index=index, timestamp=timestamp)
 
     def sign(
