@@ -172,9 +172,7 @@ class RedisGate:
         GateUnavailableError
         """
         return bool(
-            self._call(
-                lambda: self._script(BIND_SCRIPT)(keys=[key], args=[owner, ttl_seconds])
-            )
+            self._call(lambda: self._script(BIND_SCRIPT)(keys=[key], args=[owner, ttl_seconds]))
         )
 
     # -- many deliveries of one POST: one round trip each ------------------------------------
