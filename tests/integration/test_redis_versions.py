@@ -3,7 +3,7 @@
 ``SET ... NX GET`` is a syntax error before Redis 7.0 (on 6.0 as on 6.2), so a gate built on it
 would fail open forever on an older cache. The gate uses single-key Lua scripts instead; these
 tests run every script and form it relies on (claim, confirm, release, their pipelined forms,
-the one-time token's ``SET NX EX``), and the whole ingest function, against Debian bullseye's
+the one-time token's bind script), and the whole ingest function, against Debian bullseye's
 redis-server 6.0.16. The session's own redis-server (7.x, on PATH) runs the other tests.
 
 The binary comes from ``.ci/fetch-redis6.sh`` (``.ci/run`` calls it): ``REDIS6_SERVER`` names it,
@@ -115,8 +115,11 @@ def test_pipelined_forms_and_one_time_tokens_on_redis_6_0(
         ClaimOutcome.DUPLICATE,
         ClaimOutcome.CLAIMED,
     ]
-    assert gate.claim_once("whd:once:r6", 60) is True
-    assert gate.claim_once("whd:once:r6", 60) is False
+    # A one-time token is bound to the first delivery id it came with
+    assert gate.claim_once("whd:once:r6", 60, "evt_a") is True
+    assert gate.claim_once("whd:once:r6", 60, "evt_a") is True
+    assert gate.claim_once("whd:once:r6", 60, "evt_b") is False
+    assert 0 < client.ttl("whd:once:r6") <= 60
 
 
 def test_ingest_dedups_on_redis_6_0(
