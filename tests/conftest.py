@@ -53,6 +53,7 @@ class RedisServer:
 
     port: int
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    binary: str | None = None  # another redis-server than the one on PATH (an older version)
 
     @property
     def url(self) -> str:
@@ -62,7 +63,7 @@ class RedisServer:
         return redis.Redis.from_url(self.url, socket_timeout=1)
 
     def start(self) -> None:
-        binary = shutil.which("redis-server")
+        binary = self.binary or shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is not installed (.ci/run installs it with apt-get)")
         self.process = subprocess.Popen(

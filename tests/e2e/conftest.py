@@ -2,8 +2,10 @@
 
 ``local_stack`` starts ``webhook-pipeline local run`` on free ports with its own redis-server
 (``REDIS_URL`` unset), a 2-second visibility timeout and ``MaxReceiveCount=2`` so a poison message
-reaches the DLQ in seconds; it waits for readiness by polling (``/health`` and the ``ready``
-file) and stops the process by its PID at teardown (and checks that its redis-server is gone).
+reaches the DLQ in seconds, and the ledger hook (:mod:`webhook_pipeline_ops.ledger`) as the
+processor's hooks module, so tests count side effects per delivery (:meth:`LocalStack.ledger`);
+it waits for readiness by polling (``/health`` and the ``ready`` file) and stops the process by
+its PID at teardown (and checks that its redis-server is gone).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from webhook_pipeline_ops.local.stack import LOCAL_HOOKS_VARIABLE
 
 from tests.conftest import ROOT, free_port
 from tests.helpers import pid_alive
@@ -99,6 +102,29 @@ class LocalStack:
             aws_secret_access_key="testing",
         )
 
+    def ledger(self, source: str, delivery_id: str) -> int:
+        """How many times the processor's hook ran for this delivery (the ledger hook's items:
+        each run appends one with a fresh key, so an overwrite cannot hide a second run)."""
+        from webhook_pipeline_ops.ledger import entries
+
+        table = self.outputs["DeliveriesTableName"]
+        return len(entries(self.client("dynamodb"), table, source, delivery_id))
+
+    def main_queue_drained(self) -> bool:
+        """Whether the main queue holds no message, visible or in flight."""
+        attrs = self.client("sqs").get_queue_attributes(
+            QueueUrl=self.outputs["MainQueueUrl"],
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return all(v == "0" for v in attrs.values())
+
+    def settled_ledger(self, source: str, delivery_id: str, timeout: float = 30.0) -> int:
+        """The ledger count of a delivery once it has one entry and the main queue is drained
+        (so a second run, if the pipeline made one, has had its chance to be counted)."""
+        wait_for(lambda: self.ledger(source, delivery_id) >= 1, timeout, what="a ledger entry")
+        wait_for(self.main_queue_drained, timeout, what="the main queue to drain")
+        return self.ledger(source, delivery_id)
+
     def log(self) -> str:
         path = self.state_dir / "stack.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -128,6 +154,8 @@ def running_local_stack(state: Path, *options: str) -> Iterator[LocalStack]:
     command += ["local", "run", "--state-dir", str(state), *options]
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
     env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
+    # The processor runs the ledger hook: one item per hook run, counted by the tests.
+    env.setdefault(LOCAL_HOOKS_VARIABLE, "webhook_pipeline_ops.ledger")
     log_path = state / "stack.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(  # the stack writes its log file itself from here on

@@ -102,6 +102,7 @@ def test_same_delivery_from_20_threads_is_recorded_exactly_once(private_stack: L
     wait_for(lambda: records(private_stack, marker), RECORD_TIMEOUT, what="the burst recorded")
     time.sleep(2)  # let the poller drain anything else
     assert records(private_stack, marker) == Counter({f"evt_{marker}": 1})
+    assert private_stack.settled_ledger("stripe", f"evt_{marker}") == 1  # applied once in effect
     resource = private_stack.resource("stripe", f"cus_{marker}")
     assert resource is not None and resource["watermark"] == 5
 
@@ -154,6 +155,13 @@ def test_redis_killed_mid_burst_every_unique_delivery_recorded_once(
     counts = records(private_stack, marker)
     assert set(counts) == expected
     assert set(counts.values()) == {1}
+    # ... and applied once in effect: the copies that passed the dead gate reached the
+    # processor, which ran the hook once per delivery (the ledger counts runs, not keys). The
+    # copies of one id are sent seconds apart, so none overlaps the first one's hook run (a
+    # copy processed during that run may run the hook again: hooks are at least once).
+    wait_for(private_stack.main_queue_drained, RECORD_TIMEOUT, what="the main queue to drain")
+    ledger = {did: private_stack.ledger("github", did) for did in sorted(expected)}
+    assert ledger == dict.fromkeys(sorted(expected), 1)
     # Nothing went to the DLQ
     sqs = private_stack.client("sqs")
     attrs = sqs.get_queue_attributes(

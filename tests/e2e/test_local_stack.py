@@ -9,6 +9,8 @@ once after it is fixed and replayed.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import time
 import uuid
@@ -20,6 +22,7 @@ import requests
 import stripe
 from slack_sdk.signature import SignatureVerifier
 from standardwebhooks import Webhook
+from webhook_pipeline.envelope import Envelope
 
 from tests.e2e.conftest import LocalStack, wait_for
 
@@ -187,6 +190,8 @@ def test_stripe_deliveries_recorded_once_and_duplicates_answered_200(
         assert item["outcome"] == "applied"
         assert local_stack.resource("stripe", customer)["watermark"] == item["sequence"]
     assert len(delivery_items(local_stack, marker)) == 5
+    # And applied exactly once in effect: the hook ran once per delivery (the ledger)
+    assert [local_stack.settled_ledger("stripe", e) for e, _ in events] == [1] * 5
 
 
 def test_out_of_order_standard_webhooks_older_event_is_stale_not_applied(
@@ -223,6 +228,9 @@ def test_out_of_order_standard_webhooks_older_event_is_stale_not_applied(
     assert resource["watermark"] == applied["sequence"] > stale["sequence"]
     assert resource["last_delivery_id"] == newer_id
     assert len(delivery_items(local_stack, marker)) == 2
+    # The stale event's hook never ran; the applied one's ran once
+    assert local_stack.settled_ledger("standard-webhooks", newer_id) == 1
+    assert local_stack.ledger("standard-webhooks", older_id) == 0
 
 
 def test_slack_retry_of_the_same_event_is_a_duplicate(local_stack: LocalStack) -> None:
@@ -241,6 +249,7 @@ def test_slack_retry_of_the_same_event_is_a_duplicate(local_stack: LocalStack) -
     assert retry.status_code == 200 and retry.json()["status"] == "duplicate"
     assert recorded(local_stack, "slack", event_id)["outcome"] == "applied"
     assert len(delivery_items(local_stack, event_id)) == 1
+    assert local_stack.settled_ledger("slack", event_id) == 1
 
 
 def test_poison_message_reaches_the_dlq_and_is_applied_once_after_replay(
@@ -307,7 +316,40 @@ def test_poison_message_reaches_the_dlq_and_is_applied_once_after_replay(
     assert again is not None
     assert again["outcome"] == "applied" and again["recorded_at"] == item["recorded_at"]
     assert len(delivery_items(local_stack, marker)) == 1
+    # ... and the hook ran once in all: not for the failed attempts, once after the replay,
+    # not for the redelivered copy (the ledger counts runs, where records can only count keys)
+    assert local_stack.ledger("stripe", event_id) == 1
     assert not in_dlq()
+
+
+def test_same_envelope_queued_twice_runs_the_hook_once(local_stack: LocalStack) -> None:
+    # Given a delivery accepted once, and its envelope sent to the main queue again (SQS's
+    # at-least-once delivery, or a gate that failed open: the processor is the last line)
+    marker = uuid.uuid4().hex[:10]
+    event_id = f"evt_{marker}_twice"
+    body = _stripe_event(event_id, f"cus_{marker}", int(time.time()))
+    assert post_stripe(local_stack, body).status_code == 202
+    first = recorded(local_stack, "stripe", event_id)
+    assert local_stack.settled_ledger("stripe", event_id) == 1
+    copy = Envelope(
+        source="stripe",
+        delivery_id=event_id,
+        received_at=datetime.now(UTC),
+        event_type="customer.updated",
+        resource_key=f"cus_{marker}",
+        sequence=first["sequence"],
+        body_b64=base64.b64encode(body.encode()).decode(),
+        body_size=len(body.encode()),
+        body_sha256=hashlib.sha256(body.encode()).hexdigest(),
+    )
+    sqs = local_stack.client("sqs")
+    for _ in range(2):
+        sqs.send_message(QueueUrl=local_stack.outputs["MainQueueUrl"], MessageBody=copy.to_json())
+    # Then the hook still ran exactly once (the side effects), and the record is the first one
+    wait_for(local_stack.main_queue_drained, timeout=30, what="the main queue to drain")
+    assert local_stack.ledger("stripe", event_id) == 1
+    again = local_stack.delivery("stripe", event_id)
+    assert again is not None and again["recorded_at"] == first["recorded_at"]
 
 
 def test_simulator_mixed_traffic_every_unique_delivery_recorded_once(

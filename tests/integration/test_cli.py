@@ -276,6 +276,43 @@ def test_dlq_peek_json_and_show_body(cli: Run, stack: Stack) -> None:
     assert stack.count(stack.dlq_url) == 1
 
 
+def test_dlq_peek_shows_no_body_content_of_malformed_envelopes(cli: Run, stack: Stack) -> None:
+    from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
+    from webhook_pipeline.hooks import HookRegistry
+    from webhook_pipeline.process.model import Message
+    from webhook_pipeline.process.service import ProcessorService
+
+    # Given malformed envelopes carrying a marker in fields and body, dead-lettered through
+    # redrive, each with the failure note the processor writes for it
+    marker = "BODY-MARKER-7f3a91"
+    good = json.loads(envelope("evt_mk"))
+    stack.dead_letter(
+        json.dumps(dict(good, unexpected=marker)),
+        json.dumps(dict(good, sequence=marker, resource_key="cus_1")),
+        json.dumps(dict(good, body_b64=base64.b64encode(marker.encode()).decode())),
+    )
+    sqs = stack.sqs
+    seen = sqs.receive_message(QueueUrl=stack.dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=0)[
+        "Messages"
+    ]
+    store = DynamoDBDeliveryStore(boto3.client("dynamodb"), stack.table)
+    service = ProcessorService(store, payloads=None, hooks=HookRegistry())  # type: ignore[arg-type]
+    results = service.process_batch(
+        [Message(message_id=m["MessageId"], body=m["Body"], receive_count=3) for m in seen]
+    )
+    assert len(results) == 3 and all(r.outcome.value == "malformed" for r in results.values())
+    assert all(store.get_failure(m["MessageId"]) for m in seen)
+    # When the DLQ is peeked, as a table and as JSON (without --show-body)
+    table_args = ("--dlq-url", stack.dlq_url, "--table", stack.table)
+    code, text, _ = cli("dlq", "peek", *table_args)
+    assert code == 0 and text.count("malformed") >= 3
+    code, doc, _ = cli("dlq", "peek", *table_args, "--json")
+    assert code == 0 and len(json.loads(doc)) == 3
+    # Then neither shows the marker nor its base64 form
+    hidden = (marker, base64.b64encode(marker.encode()).decode()[:16])
+    assert [h for h in hidden if h in text + doc] == []
+
+
 def test_dlq_peek_of_an_empty_queue(cli: Run, stack: Stack) -> None:
     code, out, _ = cli("dlq", "peek", "--dlq-url", stack.dlq_url)
     assert code == 0

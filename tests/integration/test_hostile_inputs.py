@@ -659,7 +659,7 @@ def test_batch_mixing_every_outcome_reports_exactly_the_failed_message_ids(
         "m-sha-mismatch": _envelope("evt_sha", body_sha256="0" * 64),
         "m-size-mismatch": _envelope("evt_size", body_size=1),
         "m-missing-object": _envelope(
-            "evt_ref", body_b64=None, body_ref={"bucket": BUCKET, "key": "bodies/missing"}
+            "evt_ref", body_b64=None, body_ref={"bucket": BUCKET, "key": "bodies/stripe/missing"}
         ),
         "m-both-bodies": _envelope("evt_both", body_ref={"bucket": BUCKET, "key": "k"}),
         "m-not-json": "this is not an envelope",
@@ -773,3 +773,19 @@ def test_replay_time_range_is_half_open_and_naive_times_are_utc() -> None:
     assert request.filter.matches(env)
     at_end = Envelope.from_json(_envelope("evt_r", received_at="2026-01-15T10:00:00Z"))
     assert not request.filter.matches(at_end)
+
+
+@pytest.mark.parametrize("api", ["http", "rest"])
+def test_event_body_with_a_lone_surrogate_is_400_not_500(
+    ingest: IngestHarness, redis_url: str, api: str
+) -> None:
+    # Given an API Gateway event whose (not base64) body string holds a lone surrogate: a JSON
+    # event text with "\ud800" in "body" decodes to such a string in the Lambda runtime
+    build = http_api_event if api == "http" else rest_api_event
+    event = build(delivery("stripe", body=b'{"id":"evt_sur","x":"?"}'))
+    event["body"] = event["body"].replace('"?"', '"\ud800"')
+    event = json.loads(json.dumps(event))  # what the runtime hands over (the escape decoded)
+    assert "\ud800" in event["body"]
+    code, answer = status(ingest, event)
+    assert (code, answer["reason"]) == (400, "body_not_utf8")
+    assert gate_keys(redis_url) == [] and ingest.messages() == []

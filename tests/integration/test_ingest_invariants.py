@@ -322,3 +322,34 @@ def test_gate_unreachable_host_fails_open(make_ingest) -> None:
 
     harness = make_ingest(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
     assert harness.invoke(event_for("github"))["statusCode"] == 202
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["confirm", "confirm_many"])
+def test_a_claim_that_expired_before_confirm_is_set_again_as_done(
+    redis_url: str, batch: bool
+) -> None:
+    # Given a claim whose pending TTL ran out while SQS was accepting the message (the key is
+    # gone, as after expiry)
+    client = redis.Redis.from_url(redis_url)
+    gate = RedisGate(client)
+    claim = Claim(gate_key("whd:", "github", "expired-before-confirm"), "tok-1", DIGEST)
+    assert gate.claim(claim, 30).outcome is ClaimOutcome.CLAIMED
+    client.delete(claim.key)
+    # When the invocation confirms it
+    if batch:
+        gate.confirm_many([claim], 3600)
+    else:
+        assert gate.confirm(claim, 3600)
+    # Then the key is set again as done with the long TTL: a later copy is a duplicate
+    assert client.get(claim.key) == claim.done_value.encode()
+    assert 3500 < client.ttl(claim.key) <= 3600
+    later = Claim(claim.key, "tok-2", DIGEST)
+    assert gate.claim(later, 30).outcome is ClaimOutcome.DUPLICATE
+    # ... while a claim another invocation took over in the meantime is left alone
+    other = Claim(gate_key("whd:", "github", "taken-over"), "tok-3", DIGEST)
+    client.set(other.key, Claim(other.key, "tok-4", DIGEST).pending_value, ex=30)
+    if batch:
+        gate.confirm_many([other], 3600)
+    else:
+        assert not gate.confirm(other, 3600)
+    assert client.get(other.key) == Claim(other.key, "tok-4", DIGEST).pending_value.encode()

@@ -113,3 +113,15 @@ def test_a_malformed_previous_secret_is_503_for_forged_requests_not_500(make_ing
     assert forged["statusCode"] == 503
     assert reason(forged) == "secret_invalid"
     assert "retry-after" in forged["headers"]
+
+
+def test_the_same_delivery_id_from_two_sources_is_two_deliveries(ingest: IngestHarness) -> None:
+    # Given one delivery id sent by two sources (ids are unique per sender, not across them)
+    same = "d-0000-shared-by-two-senders"
+    answers = [
+        ingest.invoke(http_api_event(signed_delivery(SOURCES[name], delivery_id=same)))
+        for name in ("github", "standard-webhooks", "github")
+    ]
+    # Then each source's first is accepted (the gate key names the source); the repeat is not
+    assert [a["statusCode"] for a in answers] == [202, 202, 200]
+    assert sorted(e["source"] for e in ingest.envelopes()) == ["github", "standard-webhooks"]

@@ -3,6 +3,8 @@ cancellation reasons (C10), concurrency, injected throttling, claim-check bodies
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import hashlib
 import importlib.util
 import io
@@ -487,8 +489,15 @@ def test_concurrent_batches_of_one_resource_never_move_the_watermark_back(
     for t in threads:
         t.join()
     assert store.get_resource("stripe", "cus_w")["watermark"] == 40
-    outcomes = [store.get_delivery("stripe", f"evt_w{s}")["outcome"] for s in sequences]
-    assert outcomes.count("applied") >= 1 and set(outcomes) <= {"applied", "stale"}
+    records = {s: store.get_delivery("stripe", f"evt_w{s}") for s in sequences}
+    assert {r["outcome"] for r in records.values()} <= {"applied", "stale"}
+    # Whatever the interleaving: the newest is applied, and each stale one was stale against a
+    # watermark really newer than itself (never a watermark moved back, never a false stale)
+    assert records[40]["outcome"] == "applied"
+    stale = {
+        s: int(r["watermark_at_receipt"]) for s, r in records.items() if r["outcome"] == "stale"
+    }
+    assert all(mark > s for s, mark in stale.items()), stale
 
 
 # -- retry and bug ----------------------------------------------------------------------------
@@ -585,7 +594,7 @@ def test_claim_check_body_is_fetched_and_integrity_checked(
     registry.register("stripe", None, lambda e: seen.append(e.body))
     processor = app()
     raw = json.dumps({"id": "evt_big", "pad": "x" * 300_000}).encode()
-    body = _claim_check(raw, "stripe/evt_big", "evt_big")
+    body = _claim_check(raw, "bodies/stripe/evt_big", "evt_big")
     # When
     assert invoke(processor, sqs_record(body)) == {"batchItemFailures": []}
     # Then the hook got exactly the stored bytes
@@ -597,10 +606,10 @@ def test_claim_check_body_changed_or_missing_is_poison(
     logs: io.StringIO, processor: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
     raw = b'{"id":"evt_big2"}' + b" " * 1000
-    body = _claim_check(raw, "stripe/evt_big2", "evt_big2")
-    boto3.client("s3").put_object(Bucket=BUCKET, Key="stripe/evt_big2", Body=raw[:-1])
+    body = _claim_check(raw, "bodies/stripe/evt_big2", "evt_big2")
+    boto3.client("s3").put_object(Bucket=BUCKET, Key="bodies/stripe/evt_big2", Body=raw[:-1])
     missing = json.loads(body)
-    missing["body_ref"]["key"] = "stripe/nothing-here"
+    missing["body_ref"]["key"] = "bodies/stripe/nothing-here"
     missing["delivery_id"] = "evt_big3"
     response = invoke(
         processor, sqs_record(body, "msg-changed"), sqs_record(json.dumps(missing), "msg-missing")
@@ -611,7 +620,82 @@ def test_claim_check_body_changed_or_missing_is_poison(
     assert "missing" in reasons["msg-missing"]
 
 
+def test_claim_check_pointer_outside_our_bucket_or_the_sources_prefix_is_malformed(
+    logs: io.StringIO, processor: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a body stored under another source's prefix and the same bytes in another bucket
+    raw = b'{"id":"evt_p"}' + b" " * 1000
+    other = "someone-elses-bucket"
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket=other)
+    s3.put_object(Bucket=other, Key="bodies/stripe/evt_p", Body=raw)
+    elsewhere = json.loads(_claim_check(raw, "bodies/github/evt_p", "evt_p"))
+    in_other_bucket = dict(elsewhere, delivery_id="evt_p2")
+    in_other_bucket["body_ref"] = {"bucket": other, "key": "bodies/stripe/evt_p"}
+    outside = dict(elsewhere, delivery_id="evt_p3")
+    outside["body_ref"] = {"bucket": BUCKET, "key": "bodies/stripe"}  # the prefix needs its "/"
+    s3.put_object(Bucket=BUCKET, Key="bodies/stripe", Body=raw)
+    # When each envelope (valid digests of the stored bytes) reaches the processor
+    response = invoke(
+        processor,
+        sqs_record(json.dumps(elsewhere), "msg-prefix"),
+        sqs_record(json.dumps(in_other_bucket), "msg-bucket"),
+        sqs_record(json.dumps(outside), "msg-no-slash"),
+    )
+    # Then none is followed: each is malformed with the reason, nothing is recorded
+    assert sorted(failed_ids(response)) == ["msg-bucket", "msg-no-slash", "msg-prefix"]
+    lines = {line["message_id"]: line for line in outcome_lines(logs)}
+    assert {m: line["outcome"] for m, line in lines.items()} == dict.fromkeys(lines, "malformed")
+    assert "not under bodies/stripe/" in lines["msg-prefix"]["reason"]
+    assert "not under bodies/stripe/" in lines["msg-no-slash"]["reason"]
+    assert "another bucket" in lines["msg-bucket"]["reason"]
+    assert metric_totals(capsys.readouterr().out) == {"Malformed": 3}
+
+
 # -- hooks ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raised", [SystemExit(3), GeneratorExit(), asyncio.CancelledError()], ids=type
+)
+def test_a_hook_raising_a_base_exception_fails_only_its_record(
+    app: Callable[..., ModuleType], store: DynamoDBDeliveryStore, raised: BaseException
+) -> None:
+    # Given a hook that raises a BaseException for one resource's event, on the thread pool
+    ran: list[str] = []
+
+    def hook(event: Any) -> None:
+        ran.append(event.delivery_id)
+        if event.delivery_id == "evt_exit":
+            raise raised
+
+    registry.register("stripe", None, hook)
+    processor = app()
+    # When a batch holds it and two other resources' events
+    response = invoke(
+        processor,
+        sqs_record(envelope("evt_ok1", "cus_ok1", 1), "msg-ok1"),
+        sqs_record(envelope("evt_exit", "cus_exit", 1), "msg-exit"),
+        sqs_record(envelope("evt_ok2", "cus_ok2", 1), "msg-ok2"),
+    )
+    # Then only its record is reported failed (a retry: its hook is still pending)
+    assert failed_ids(response) == ["msg-exit"]
+    assert sorted(ran) == ["evt_exit", "evt_ok1", "evt_ok2"]
+    assert store.get_delivery("stripe", "evt_exit")["hook_state"] == "pending"
+    assert store.get_delivery("stripe", "evt_ok1")["hook_state"] == "done"
+
+
+def test_keyboard_interrupt_in_a_hook_stops_the_invocation(
+    app: Callable[..., ModuleType], store: DynamoDBDeliveryStore
+) -> None:
+    def hook(event: Any) -> None:
+        raise KeyboardInterrupt
+
+    registry.register("stripe", None, hook)
+    processor = app()
+    with pytest.raises(KeyboardInterrupt):
+        invoke(processor, sqs_record(envelope("evt_kbd", "cus_kbd", 1), "msg-kbd"))
+    assert store.get_delivery("stripe", "evt_kbd")["hook_state"] == "pending"
 
 
 HOOKS_SOURCE = """
@@ -675,3 +759,32 @@ def test_missing_table_name_fails_the_cold_start(
 ) -> None:
     with pytest.raises(ConfigurationError, match="table_name"):
         app(TABLE_NAME="")
+
+
+def test_no_body_content_reaches_a_log_line_or_a_failure_note(
+    logs: io.StringIO,
+    processor: ModuleType,
+    store: DynamoDBDeliveryStore,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given malformed envelopes that carry a recognisable marker in their body and fields
+    marker = f"SECRET-MARKER-{uuid.uuid4().hex[:8]}"
+    raw = json.dumps({"id": "evt_mk", "card": marker}).encode()
+    good = json.loads(envelope("evt_mk", "cus_mk", 1, body=raw))
+    bodies = {
+        "msg-extra": dict(good, unexpected=marker),
+        "msg-schema": dict(good, schema_version=2, headers={"x-note": marker}),
+        "msg-sequence": dict(good, sequence=marker),
+        "msg-digest": dict(good, body_sha256="0" * 64),
+    }
+    response = invoke(processor, *(sqs_record(json.dumps(b), m) for m, b in bodies.items()))
+    assert sorted(failed_ids(response)) == sorted(bodies)
+    # Then no log line, metric line nor failure note holds the marker (nor its base64)
+    hidden = (marker, base64.b64encode(raw).decode()[8:40])
+    written = logs.getvalue() + capsys.readouterr().out
+    assert len(outcome_lines(logs)) == 4
+    assert not [h for h in hidden if h in written]
+    for message_id in bodies:
+        note = store.get_failure(message_id)
+        assert note is not None and note["reason"]
+        assert not [h for h in hidden if h in json.dumps(note, default=str)]

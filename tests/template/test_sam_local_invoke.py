@@ -3,7 +3,9 @@
 Needs Docker, so it runs only with ``RUN_DOCKER_TESTS=1`` (``make test-docker``; ``.ci/run`` sets it
 when Docker can be started). Otherwise every test here is skipped with the reason (shown by
 ``pytest -ra``). With ``RUN_DOCKER_TESTS=1`` and no working Docker, it runs
-``../shared/tools/lambda-image.sh`` (starts dockerd, builds ``local/lambda-python:3.13``) first.
+``../shared/tools/lambda-image.sh`` (starts dockerd, builds ``local/lambda-python:3.13``) first;
+when Docker or the image still cannot be prepared every test here FAILS (asked for, not run:
+never a green skip).
 
 What it starts, and stops again by PID: a ``redis-server`` and a ``moto_server`` both listening
 on 0.0.0.0 (free ports), so the function container reaches them as ``host.docker.internal``
@@ -80,15 +82,19 @@ def _image_present() -> bool:
 
 @pytest.fixture(scope="module")
 def docker() -> None:
-    """Docker and the offline Lambda image, or a skip that says why."""
+    """Docker and the offline Lambda image. Without ``RUN_DOCKER_TESTS=1``: a skip that says why;
+    with it, a failure when Docker or the image cannot be prepared (asked for, not run)."""
     if os.environ.get("RUN_DOCKER_TESTS") != "1":
         pytest.skip(
             "sam local invoke tests need Docker: set RUN_DOCKER_TESTS=1 (make test-docker) "
             "to run them; .ci/run does so when Docker can be started"
         )
+    # Asked to run: from here every missing piece is a failure, never a green skip.
     if not (_docker_works() and _image_present()):
         if not LAMBDA_IMAGE_SCRIPT.is_file():
-            pytest.skip(f"Docker is not usable and {LAMBDA_IMAGE_SCRIPT} is missing")
+            pytest.fail(
+                f"RUN_DOCKER_TESTS=1 but Docker is not usable and {LAMBDA_IMAGE_SCRIPT} is missing"
+            )
         built = subprocess.run(
             ["bash", str(LAMBDA_IMAGE_SCRIPT)],
             capture_output=True,
@@ -97,12 +103,13 @@ def docker() -> None:
             check=False,
         )
         if built.returncode != 0 or not _docker_works():
-            pytest.skip(
-                f"Docker could not be started or {IMAGE} not built by {LAMBDA_IMAGE_SCRIPT} "
-                f"(exit {built.returncode}): {(built.stderr or built.stdout)[-600:]}"
+            pytest.fail(
+                f"RUN_DOCKER_TESTS=1 but Docker could not be started or {IMAGE} not built by "
+                f"{LAMBDA_IMAGE_SCRIPT} (exit {built.returncode}): "
+                f"{(built.stderr or built.stdout)[-600:]}"
             )
     if not _image_present():
-        pytest.skip(f"{IMAGE} is not present after {LAMBDA_IMAGE_SCRIPT}")
+        pytest.fail(f"RUN_DOCKER_TESTS=1 but {IMAGE} is not present after {LAMBDA_IMAGE_SCRIPT}")
 
 
 # ------------------------------------------------------------------------------ host services

@@ -775,3 +775,29 @@ def test_local_invoke_env_file_only_sets_variables_the_template_declares(
         assert function in doc
         assert doc[function]["AWS_ENDPOINT_URL"].startswith("http://host.docker.internal:")
     assert doc["IngestFunction"]["REDIS_URL"].startswith("redis://host.docker.internal:")
+
+
+def test_ingest_worst_case_fits_the_budget_and_the_budget_the_function_timeout(
+    template: dict[str, Any],
+) -> None:
+    from webhook_pipeline.settings import IngestSettings
+
+    # The ingest settings as the template sets them (literal values; resource references
+    # replaced by placeholders, which do not take part in the timing)
+    variables = {k: v for k, v in env(template, "IngestFunction").items() if isinstance(v, str)}
+    placeholders = {
+        "queue_url": "https://sqs.example/q",
+        "payload_bucket": "b",
+        "secrets_prefix": "p/",
+        "redis_url": "rediss://cache:6379/0",
+    }
+    fields = {name.lower(): value for name, value in variables.items()}
+    settings = IngestSettings.model_validate(
+        {**placeholders, **{k: v for k, v in fields.items() if k in IngestSettings.model_fields}}
+    )
+    timeout_ms = int(props(template, "IngestFunction")["Timeout"]) * 1000
+    worst_ms = settings.worst_case_seconds() * 1000
+    # The worst case of one request's calls fits the budget, and the budget leaves the handler
+    # time to answer 503 before Lambda stops the invocation
+    assert settings.ingest_time_budget_ms == int(variables["INGEST_TIME_BUDGET_MS"])
+    assert worst_ms <= settings.ingest_time_budget_ms <= timeout_ms - 1000, (worst_ms, timeout_ms)

@@ -276,7 +276,7 @@ def _claim_check_envelope(raw: bytes, **over: Any) -> str:
     data = json.loads(envelope_json("evt_big"))
     data.pop("body_b64")
     data.update(
-        body_ref={"bucket": "payloads", "key": "stripe/evt_big"},
+        body_ref={"bucket": "payloads", "key": "bodies/stripe/evt_big"},
         body_size=len(raw),
         body_sha256=hashlib.sha256(raw).hexdigest(),
     )
@@ -289,7 +289,7 @@ def test_claim_check_body_is_fetched_and_checked() -> None:
     seen: list[bytes] = []
     hooks = HookRegistry()
     hooks.register("stripe", None, lambda event: seen.append(event.body))
-    service = make_service(hooks=hooks, payloads=MemoryPayloads({"stripe/evt_big": raw}))
+    service = make_service(hooks=hooks, payloads=MemoryPayloads({"bodies/stripe/evt_big": raw}))
     result = process_one(service, msg("m1", _claim_check_envelope(raw)))
     assert result.outcome is Outcome.APPLIED
     assert seen == [raw]
@@ -297,7 +297,7 @@ def test_claim_check_body_is_fetched_and_checked() -> None:
 
 def test_claim_check_body_altered_in_s3_is_malformed() -> None:
     raw = b"x" * 1000
-    payloads = MemoryPayloads({"stripe/evt_big": raw[:-1] + b"y"})
+    payloads = MemoryPayloads({"bodies/stripe/evt_big": raw[:-1] + b"y"})
     result = process_one(make_service(payloads=payloads), msg("m1", _claim_check_envelope(raw)))
     assert result.outcome is Outcome.MALFORMED
     assert "sha256" in (result.reason or "")
@@ -446,6 +446,22 @@ def test_hook_registry_exact_event_type_wins_and_rejects_double_registration() -
     assert hooks.find("github", "push") is None
     with pytest.raises(ConfigurationError):
         hooks.register("stripe", "*", catch_all)
+
+
+def test_hook_for_every_source_is_the_last_resort() -> None:
+    hooks = HookRegistry()
+
+    def everything(e: HookEvent) -> None: ...
+
+    def github_only(e: HookEvent) -> None: ...
+
+    hooks.hook("*")(everything)
+    hooks.hook("github")(github_only)
+    assert hooks.find("stripe", "customer.updated") is everything
+    assert hooks.find("stripe", None) is everything
+    assert hooks.find("github", "push") is github_only
+    with pytest.raises(ConfigurationError, match="every event type"):
+        hooks.register("*", "push", everything)
 
 
 def test_unimportable_hooks_module_fails_loudly() -> None:

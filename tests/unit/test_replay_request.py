@@ -58,6 +58,10 @@ def test_full_request_is_accepted_from_json_text() -> None:
         ({"rate_per_second": -5}, "rate_per_second: Input should be greater than or equal to 0.01"),
         ({"rate_per_second": 0}, "rate_per_second: Input should be greater than or equal to 0.01"),
         ({"dry_run": "yes"}, "dry_run: Input should be a valid boolean"),
+        ({"rate_per_second": True}, "rate_per_second: Input should be a valid number"),
+        ({"rate_per_second": "5"}, "rate_per_second: Input should be a valid number"),
+        ({"max_messages": True}, "max_messages: Input should be a valid integer"),
+        ({"max_messages": 5.0}, "max_messages: Input should be a valid integer"),
         ({"dryrun": True}, "dryrun: unknown key"),
         ({"filter": {"sorce": "stripe"}}, "filter.sorce: unknown key"),
         ({"filter": {"received_after": "yesterday"}}, "filter.received_after"),
@@ -135,3 +139,16 @@ def test_filter_criteria(criteria: dict[str, str], matches: bool) -> None:
 
 def test_event_type_filter_never_matches_an_envelope_without_event_type() -> None:
     assert not ReplayFilter(event_type="invoice.paid").matches(envelope(event_type=None))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"rate_per_second": true}', '{"rate_per_second": "5"}', '{"max_messages": false}'],
+)
+def test_json_booleans_and_strings_are_not_numbers(text: str) -> None:
+    with pytest.raises(InvalidReplayRequestError, match="should be a valid"):
+        ReplayRequest.parse(text)
+
+
+def test_integer_rate_is_a_number() -> None:
+    assert ReplayRequest.parse('{"rate_per_second": 5}').rate_per_second == 5.0

@@ -132,6 +132,15 @@ class Envelope(BaseModel):
             ) from None
 
 
+def claim_check_prefix(source: str) -> str:
+    """The key prefix of every claim-check body of ``source``: ``"bodies/<source>/"``.
+
+    The ingest function writes under it; the processor follows only pointers under it (in the
+    configured payload bucket), so an envelope cannot make it read another source's bodies.
+    """
+    return f"bodies/{source}/"
+
+
 def sha256_hex(data: bytes) -> str:
     """Hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()

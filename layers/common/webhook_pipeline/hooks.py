@@ -23,13 +23,16 @@ Semantics
 * At least once: a hook can run more than once for the same delivery (its retry, a crash before
   the processor marked it done, a concurrent redelivery). Use ``event.idempotency_key`` (the
   source and delivery id) to make your side effects idempotent.
-* A hook that raises makes the record a ``retry`` (reported in ``batchItemFailures``). The
+* A hook that raises makes the record a ``retry`` (reported in ``batchItemFailures``), whatever
+  it raises (``SystemExit`` and other ``BaseException`` too): the other records of the batch
+  are unaffected. Only ``KeyboardInterrupt`` passes through, as the process being stopped. The
   redelivery finds the delivery already recorded with ``hook_state = pending`` and runs the hook
   only: the watermark is not applied again and nothing is recorded twice. After
   ``maxReceiveCount`` failed attempts the message reaches the DLQ; a replay runs the hook again.
-* A specific (source, event type) hook wins over the source's catch-all hook; at most one hook
-  runs per delivery. Hooks for one resource run in sequence order within a batch, but a retried
-  hook can run after a newer event's hook: compare ``event.sequence`` if order matters to you.
+* A specific (source, event type) hook wins over the source's catch-all hook, which wins over
+  a hook registered for every source (``@hook("*")``); at most one hook runs per delivery.
+  Hooks for one resource run in sequence order within a batch, but a retried hook can run after
+  a newer event's hook: compare ``event.sequence`` if order matters to you.
 * Hooks run in the processor's worker threads: keep them thread-safe and well within the
   function timeout.
 """
@@ -91,10 +94,12 @@ class HookEvent:
 
 Hook = Callable[[HookEvent], object]
 ANY_EVENT_TYPE = "*"
+ANY_SOURCE = "*"
 
 
 class HookRegistry:
-    """Hooks by (source, event type); ``"*"`` as event type matches every event type."""
+    """Hooks by (source, event type); ``"*"`` as event type matches every event type of the
+    source, ``("*", "*")`` every delivery of every source."""
 
     def __init__(self) -> None:
         self._hooks: dict[tuple[str, str], Hook] = {}
@@ -105,9 +110,14 @@ class HookRegistry:
         Raises
         ------
         ConfigurationError
-            A hook is already registered for the same source and event type.
+            A hook is already registered for the same source and event type, or ``source`` is
+            ``"*"`` with a specific event type (a hook for every source takes every event).
         """
         key = (source, event_type or ANY_EVENT_TYPE)
+        if source == ANY_SOURCE and key[1] != ANY_EVENT_TYPE:
+            raise ConfigurationError(
+                f"a hook for every source takes every event type, not {event_type!r}"
+            )
         if key in self._hooks:
             raise ConfigurationError(f"a hook is already registered for {key}")
         self._hooks[key] = handler
@@ -122,10 +132,13 @@ class HookRegistry:
         return decorate
 
     def find(self, source: str, event_type: str | None) -> Hook | None:
-        """The hook for this delivery: exact event type first, then the source's catch-all."""
+        """The hook for this delivery: exact event type first, then the source's catch-all, then
+        the hook for every source (registered with source ``"*"``)."""
         if event_type is not None and (found := self._hooks.get((source, event_type))):
             return found
-        return self._hooks.get((source, ANY_EVENT_TYPE))
+        return self._hooks.get((source, ANY_EVENT_TYPE)) or self._hooks.get(
+            (ANY_SOURCE, ANY_EVENT_TYPE)
+        )
 
     def clear(self) -> None:
         """Forget every hook (tests)."""

@@ -88,9 +88,15 @@ def poison_envelope(
     event_type: str,
 ) -> tuple[str, str]:
     """A valid claim-check envelope whose S3 object is not there; returns (json, object key)."""
-    from webhook_pipeline.envelope import BodyPointer, Envelope, sha256_hex, utcnow
+    from webhook_pipeline.envelope import (
+        BodyPointer,
+        Envelope,
+        claim_check_prefix,
+        sha256_hex,
+        utcnow,
+    )
 
-    key = f"demo/missing/{source}/{delivery_id}"
+    key = f"{claim_check_prefix(source)}demo-missing/{sha256_hex(delivery_id.encode())[:32]}"
     envelope = Envelope(
         source=source,
         delivery_id=delivery_id,

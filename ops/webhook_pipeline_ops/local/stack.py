@@ -75,6 +75,10 @@ _LOOPBACK_URL = re.compile(
 )
 
 
+LOCAL_HOOKS_VARIABLE = "WEBHOOK_PIPELINE_LOCAL_HOOKS_MODULE"
+"""Names the processor's ``HOOKS_MODULE`` for the local stack (the e2e tests load the ledger)."""
+
+
 class StackError(Exception):
     """The local stack cannot start (port in use, bad template, a function fails its init)."""
 
@@ -403,6 +407,8 @@ class LocalStack:
                 env["REDIS_URL"] = self.redis.url
                 # The local Redis is a single non-cluster server, unlike ElastiCache Serverless.
                 env["REDIS_CLUSTER_MODE"] = "false"
+            if spec.sqs_events and (hooks := os.environ.get(LOCAL_HOOKS_VARIABLE)):
+                env["HOOKS_MODULE"] = hooks  # the processor's; e.g. webhook_pipeline_ops.ledger
             if "SOURCES_CATALOGUE" in env:
                 # Serve every provider locally (the simulator, events/ and the dev secrets
                 # cover them all); a deployed stack serves only sources.toml.

@@ -11,8 +11,7 @@ pytestmark = pytest.mark.unit
 class TestDecoders:
     @pytest.mark.parametrize("text", ["", "abc", "zz", "ab cd", " abcd", "abcd\n", "0x12", "é1"])
     def test_decode_hex_rejects(self, text: str) -> None:
-        if text:
-            assert decode_hex(text) is None
+        assert decode_hex(text) is None
 
     def test_decode_hex_accepts_lower_case_and_upper_case_on_request(self) -> None:
         assert decode_hex("abcd") == b"\xab\xcd"

@@ -12,8 +12,8 @@ by ``#`` + their hex SHA-256). Value ``p:<token>:<digest>`` while the delivery i
 horizon). ``<digest>`` is the content hash a later duplicate is compared with.
 
 Commands per webhook (all Lua scripts, one ``EVALSHA`` each: they work on every server the gate
-accepts, Redis OSS 6.2 and later, Valkey 7/8, ElastiCache Serverless; ``SET ... NX GET``, which
-would do the claim natively, is a syntax error before Redis 7.0)
+accepts, Redis OSS 6.2 and later, Valkey 7/8, ElastiCache Serverless, tested on 6.0.16 and
+7.x; ``SET ... NX GET``, which would do the claim natively, is a syntax error before Redis 7.0)
 --------------------------------------------------------------------------------------------
 - claim: ``GET`` and, when empty, ``SET value EX ttl``, atomically. The answer is what stood
   there: nothing means this invocation holds the claim; a ``d:`` value is a duplicate of an

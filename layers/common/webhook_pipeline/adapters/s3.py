@@ -65,10 +65,13 @@ class S3PayloadStore:
         Raises
         ------
         PayloadIntegrityError
-            The object does not exist (poison: retrying cannot bring it back).
+            The pointer names another bucket than the payload bucket (never followed), or the
+            object does not exist (poison: retrying cannot bring it back).
         PayloadUnavailableError
             Any other S3 or transport error (retried).
         """
+        if pointer.bucket != self._bucket:
+            raise PayloadIntegrityError("claim-check pointer names another bucket than ours")
         try:
             response = self._client.get_object(Bucket=pointer.bucket, Key=pointer.key)
             data: bytes = response["Body"].read()

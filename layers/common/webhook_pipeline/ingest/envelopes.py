@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
+from webhook_pipeline.envelope import Envelope, claim_check_prefix, sha256_hex, utcnow
 from webhook_pipeline.fields import body_b64
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import DeliveryEvent
@@ -60,7 +60,7 @@ class EnvelopeFactory:
         if not inline:
             id_digest = hashlib.sha256(event.delivery_id.encode()).hexdigest()[:32]
             pointer = self.payloads.put(
-                f"bodies/{self.source.name}/{id_digest}/{token}", event.body
+                f"{claim_check_prefix(self.source.name)}{id_digest}/{token}", event.body
             )
         raw_sha = sha256_hex(event.body)
         return Envelope(

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from datetime import datetime, timedelta
 
-from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
+from webhook_pipeline.envelope import Envelope, claim_check_prefix, sha256_hex, utcnow
 from webhook_pipeline.errors import (
     HookError,
     MalformedEnvelopeError,
@@ -57,11 +57,17 @@ def load_body(envelope: Envelope, payloads: PayloadReader) -> bytes:
     Raises
     ------
     PayloadIntegrityError
-        Not valid base64, wrong size or hash, or the claim-check object is missing (poison).
+        Not valid base64, wrong size or hash, the claim-check object is missing, or the pointer
+        is not one of ours: a key outside ``bodies/<source>/`` (here) or another bucket than
+        the payload bucket (the reader) (poison).
     PayloadUnavailableError
         S3 failed transiently (retry).
     """
     if envelope.body_ref is not None:
+        if not envelope.body_ref.key.startswith(claim_check_prefix(envelope.source)):
+            raise PayloadIntegrityError(
+                f"claim-check key is not under {claim_check_prefix(envelope.source)}"
+            )
         body = payloads.get(envelope.body_ref)
     else:
         try:
@@ -316,7 +322,9 @@ class ProcessorService:
         )
         try:
             handler(event)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise  # the operator stopping the process (local stack): not the hook's failure
+        except BaseException as exc:  # SystemExit, CancelledError...: only this record fails
             error = HookError(f"hook failed: {type(exc).__name__}: {exc}")
             error.__cause__ = exc
             return RecordResult(

@@ -125,8 +125,8 @@ class ReplayRequest(BaseModel):
     max_messages: int = Field(default=100, ge=1, le=MAX_MESSAGES_LIMIT, strict=True)
     dry_run: bool = Field(default=False, strict=True)
     rate_per_second: float | None = Field(
-        default=None, ge=MIN_RATE_PER_SECOND, le=MAX_RATE_PER_SECOND
-    )
+        default=None, ge=MIN_RATE_PER_SECOND, le=MAX_RATE_PER_SECOND, strict=True
+    )  # strict: a number (an integer is fine), never a boolean or a string such as "5"
     filter: ReplayFilter = Field(default_factory=ReplayFilter)
 
     @classmethod
