@@ -21,9 +21,9 @@ time measured here is the handler's own and never the emulator's):
 For each, per request: wall and CPU (``time.process_time``) time p50/p99 for new deliveries and
 for their duplicates; Redis commands (``INFO commandstats`` deltas) and round trips (packed
 sends on the connection) per request; AWS calls per request. Rounds are interleaved (every
-variant in turn, request by request) and ratios are of the medians of the per-round p50s: the machine is
-shared and noisy, so ratios are what to read. Targets: ours <= 1.10x bare for a new delivery,
-<= 2.0x bare for a duplicate, both at or below both Powertools variants.
+variant in turn, request by request) and ratios are of the medians of the per-round p50s: the
+machine is shared and noisy, so ratios are what to read. Targets: ours <= 1.10x bare for a new
+delivery, <= 2.0x bare for a duplicate, both at or below both Powertools variants.
 
 Run: ``.venv/bin/python bench/bench_ingest_overhead.py`` (``--quick`` for a short run; written to
 ``bench/results/ingest_overhead.quick.json``, git-ignored). Figures go to
@@ -51,8 +51,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 QUICK = "--quick" in sys.argv
-RESULTS = ROOT / "bench" / "results" / (
-    "ingest_overhead.quick.json" if QUICK else "ingest_overhead.json"
+RESULTS = (
+    ROOT / "bench" / "results" / ("ingest_overhead.quick.json" if QUICK else "ingest_overhead.json")
 )
 N_PER_ROUND = 100 if QUICK else 400
 ROUNDS = 2 if QUICK else 5
@@ -86,8 +86,10 @@ def servers() -> Any:
     """A redis-server and a moto server on free ports (stopped on exit, by their own pids)."""
     redis_port, moto_port = free_port(), free_port()
     redis_proc = subprocess.Popen(
-        [shutil.which("redis-server") or "redis-server", "--port", str(redis_port)]
-        + ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        [
+            *(shutil.which("redis-server") or "redis-server", "--port", str(redis_port)),
+            *("--bind", "127.0.0.1", "--save", "", "--appendonly", "no"),
+        ],
         stdout=subprocess.DEVNULL,
     )
     moto_bin = Path(PY).with_name("moto_server")
@@ -162,7 +164,6 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
     os.dup2(devnull, 1)
     sys.path.insert(0, str(ROOT / "functions" / "ingest"))
     import app  # the real handler module
-
     from aws_lambda_powertools.utilities.idempotency import (
         IdempotencyConfig,
         idempotent_function,
@@ -259,7 +260,9 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
         "bare": bare,
         "powertools_redis": powertools(RedisCachePersistenceLayer(client=new_redis())),
         "powertools_dynamodb": powertools(
-            DynamoDBPersistenceLayer(table_name="idempotency", boto3_client=aws_client("dynamodb", settings))
+            DynamoDBPersistenceLayer(
+                table_name="idempotency", boto3_client=aws_client("dynamodb", settings)
+            )
         ),
     }
     return {"handlers": handlers, "app": app, "source": source}
