@@ -104,9 +104,7 @@ def third_party(function: str, traced: bool) -> list[str]:
     return [
         m
         for m in loaded
-        if m.split(".")[0] not in OURS
-        and m.split(".")[0] not in stdlib
-        and not m.startswith("_")
+        if m.split(".")[0] not in OURS and m.split(".")[0] not in stdlib and not m.startswith("_")
     ]
 
 
@@ -195,8 +193,10 @@ def main() -> None:
         "tracing": "on (as deployed)" if args.traced else "off",
         "results": report,
     }
-    name = "import.quick.json" if args.quick else (
-        "import_traced.json" if args.traced else "import.json"
+    name = (
+        "import.quick.json"
+        if args.quick
+        else ("import_traced.json" if args.traced else "import.json")
     )
     out = ROOT / "bench" / "results" / name
     out.write_text(json.dumps(results, indent=2) + "\n")

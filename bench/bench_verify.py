@@ -82,7 +82,10 @@ def measure() -> dict[str, Any]:
 
 def table(figures: dict[str, Any]) -> str:
     """The Markdown table of the figures (for docs/performance.md)."""
-    lines = ["| provider | body bytes | verify median (us) | fastest run (us) |", "|---|---:|---:|---:|"]
+    lines = [
+        "| provider | body bytes | verify median (us) | fastest run (us) |",
+        "|---|---:|---:|---:|",
+    ]
     for name, f in sorted(figures.items(), key=lambda kv: -kv[1].get("median_us", 0)):
         if "skipped" in f:
             lines.append(f"| {name} | - | skipped: {f['skipped']} | - |")
