@@ -13,7 +13,7 @@ time measured here is the handler's own and never the emulator's):
     token NX EX ttl``, and for a new delivery one ``SendMessage`` of the body in a JSON envelope.
     No logging, metrics or tracing, no body-consistency digest, no pending/done claim states.
 ``powertools_redis``
-    Powertools ``idempotent_function`` (``RedisCachePersistenceLayer`` on the same redis-server)
+    Powertools ``idempotent_function`` (``CachePersistenceLayer`` on the same redis-server)
     around the same ``SendMessage``, after the same verification, keyed on the delivery id.
 ``powertools_dynamodb``
     The same with ``DynamoDBPersistenceLayer`` on the moto server.
@@ -172,11 +172,11 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
         IdempotencyConfig,
         idempotent_function,
     )
+    from aws_lambda_powertools.utilities.idempotency.persistence.cache import (
+        CachePersistenceLayer,
+    )
     from aws_lambda_powertools.utilities.idempotency.persistence.dynamodb import (
         DynamoDBPersistenceLayer,
-    )
-    from aws_lambda_powertools.utilities.idempotency.persistence.redis import (
-        RedisCachePersistenceLayer,
     )
     from webhook_pipeline.adapters.clients import aws_client
     from webhook_pipeline.adapters.redis_gate import redis_client
@@ -241,7 +241,7 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
         send(request, delivery_id, bare_sqs)
         return answer(202, "accepted", delivery_id)
 
-    def powertools(persistence: Any, duplicate_status: bool = True) -> Handler:
+    def powertools(persistence: Any) -> Handler:
         sqs = aws_client("sqs", settings)
         sent: list[str] = []
         config = IdempotencyConfig(expires_after_seconds=DONE_TTL)
@@ -258,7 +258,7 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
             config.register_lambda_context(context)
             sent.clear()
             enqueue(delivery={"source": SOURCE, "delivery_id": delivery_id}, request=request)
-            if sent or not duplicate_status:
+            if sent:
                 return answer(202, "accepted", delivery_id)
             return answer(200, "duplicate", delivery_id)  # the stored result was returned
 
@@ -288,14 +288,13 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
 
         return handler
 
-    pt_redis = powertools(RedisCachePersistenceLayer(client=new_redis()), duplicate_status=True)
     handlers: dict[str, Handler] = {
         "ours": app.lambda_handler,
         "bare": bare,
         "bare_observed": observed(bare),
-        "powertools_redis": pt_redis,
+        "powertools_redis": powertools(CachePersistenceLayer(client=new_redis())),
         "powertools_redis_observed": observed(
-            powertools(RedisCachePersistenceLayer(client=new_redis()), duplicate_status=True)
+            powertools(CachePersistenceLayer(client=new_redis()))
         ),
         "powertools_dynamodb": powertools(
             DynamoDBPersistenceLayer(
