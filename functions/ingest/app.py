@@ -59,7 +59,12 @@ def service() -> IngestService:
         ),
         gate=gate,
         queue=SqsQueue(aws_client("sqs", settings), settings.queue_url),
-        payloads=S3PayloadStore(aws_client("s3", settings), settings.payload_bucket),
+        # Built on the first body over the claim-check threshold: most never need S3.
+        payloads=S3PayloadStore(
+            None,
+            settings.payload_bucket,
+            client_factory=lambda: aws_client("s3", settings),
+        ),
         policy=IngestPolicy(
             claim_ttl_seconds=settings.claim_ttl_seconds,
             dedup_ttl_max_seconds=settings.dedup_ttl_max_seconds,

@@ -63,7 +63,8 @@ def service() -> ProcessorService:
     """The service and its thread pool: built once per container, on first use."""
     return ProcessorService(
         store=DynamoDBDeliveryStore(dynamodb_client(), settings.table_name),
-        payloads=S3PayloadStore(s3_client(), settings.payload_bucket),
+        # Built on the first claim-checked body: most envelopes carry theirs inline.
+        payloads=S3PayloadStore(None, settings.payload_bucket, client_factory=s3_client),
         hooks=registry,
         executor=ThreadPoolExecutor(
             max_workers=settings.max_workers, thread_name_prefix="processor"

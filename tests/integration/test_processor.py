@@ -788,3 +788,27 @@ def test_no_body_content_reaches_a_log_line_or_a_failure_note(
         note = store.get_failure(message_id)
         assert note is not None and note["reason"]
         assert not [h for h in hidden if h in json.dumps(note, default=str)]
+
+
+def test_no_s3_client_until_an_envelope_carries_a_claim_check(
+    processor: ModuleType, event: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the client factory of the processor, counting what it builds
+    built: list[str] = []
+    original = processor.s3_client
+
+    def counting() -> Any:
+        built.append("s3")
+        return original()
+
+    monkeypatch.setattr(processor, "s3_client", counting)
+    processor.service.cache_clear()
+    # When inline envelopes are processed, no S3 client is built
+    assert invoke(processor, *event("sqs-new-delivery")["Records"]) == {"batchItemFailures": []}
+    assert built == []
+    # and the first claim-checked body builds it, once
+    raw = json.dumps({"id": "evt_lazy", "pad": "x" * 200_000}).encode()
+    for key in ("bodies/stripe/evt_lazy", "bodies/stripe/evt_lazy2"):
+        body = _claim_check(raw, key, key.rsplit("/", 1)[1])
+        assert invoke(processor, sqs_record(body)) == {"batchItemFailures": []}
+    assert built == ["s3"]

@@ -8,18 +8,92 @@ Never log a secret, a full signature or a body.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import AsyncGenerator, Generator, Sequence
+from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
 
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "WebhookPipeline")
 
+
+class _Segment(BaseSegment):
+    """The segment of :class:`NoTracing`: every call does nothing."""
+
+    def close(self, end_time: int | None = None) -> None:
+        return None
+
+    def add_subsegment(self, subsegment: Any) -> None:
+        return None
+
+    def remove_subsegment(self, subsegment: Any) -> None:
+        return None
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        return None
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        return None
+
+    def add_exception(self, exception: BaseException, stack: Any, remote: bool = False) -> None:
+        return None
+
+
+class NoTracing(BaseProvider):
+    """The tracing provider when tracing is off: nothing recorded, nothing patched.
+
+    Powertools' own provider is the X-Ray recorder, whose import (``aws_xray_sdk.core``, about
+    30 ms warm and 250 ms from a cold disk) and per-invocation dummy segments are paid even
+    when tracing is disabled; with this provider a function with tracing off pays neither.
+    """
+
+    _segment = _Segment()
+
+    @contextlib.contextmanager
+    def in_subsegment(self, name: str | None = None, **kwargs: Any) -> Generator[BaseSegment]:
+        yield self._segment
+
+    @contextlib.asynccontextmanager
+    async def in_subsegment_async(
+        self, name: str | None = None, **kwargs: Any
+    ) -> AsyncGenerator[BaseSegment]:
+        yield self._segment
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        return None
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        return None
+
+    def patch(self, modules: Sequence[str]) -> None:
+        return None
+
+    def patch_all(self) -> None:
+        return None
+
+
+def tracing_enabled() -> bool:
+    """Whether this process traces to X-Ray: Powertools' own rule (in Lambda, and not disabled
+    by ``POWERTOOLS_TRACE_DISABLED``, SAM local or Chalice local)."""
+    return not Tracer._is_tracer_disabled()
+
+
+def build_tracer() -> Tracer:
+    """The X-Ray tracer when tracing is on (botocore patched), else one on :class:`NoTracing`
+    (the X-Ray SDK is never imported)."""
+    if tracing_enabled():
+        # Only botocore is patched: X-Ray has no redis-py patcher, and patching everything it
+        # knows imports libraries (requests, httplib, sqlite3...) the functions never use.
+        return Tracer(patch_modules=["botocore"])
+    return Tracer(provider=NoTracing(), disabled=False, auto_patch=False)
+
+
 logger = Logger()
 metrics = Metrics(namespace=NAMESPACE)
-# Only botocore is patched: X-Ray has no redis-py patcher, and patching everything it knows
-# imports libraries (requests, httplib, sqlite3...) the functions never use, costing cold start.
-tracer = Tracer(patch_modules=["botocore"])
+tracer = build_tracer()
 
 
 class MetricName:
@@ -67,9 +141,12 @@ __all__ = [
     "NAMESPACE",
     "MetricName",
     "MetricUnit",
+    "NoTracing",
+    "build_tracer",
     "count",
     "count_by",
     "logger",
     "metrics",
     "tracer",
+    "tracing_enabled",
 ]

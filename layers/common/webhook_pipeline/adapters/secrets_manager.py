@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from webhook_pipeline.errors import SecretInvalidError, SecretUnavailableError
@@ -27,6 +27,10 @@ class SecretsManagerStore:
     prefix: str
     provider: Any
     max_age_seconds: int = 300
+    #: name -> (the stored value, its parsed form): a value is parsed once, not per request.
+    _parsed: dict[str, tuple[str, SourceSecret]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def get(self, secret_name: str) -> SourceSecret:
         """The parsed secret ``<prefix><secret_name>`` (cached ``max_age_seconds``).
@@ -47,7 +51,13 @@ class SecretsManagerStore:
             ) from exc
         if isinstance(value, bytes):
             value = value.decode("utf-8")
+        text = str(value)
+        cached = self._parsed.get(name)
+        if cached is not None and cached[0] == text:
+            return cached[1]
         try:
-            return parse_secret(str(value))
+            secret = parse_secret(text)
         except ValueError as exc:
             raise SecretInvalidError(detail=f"secret {name!r} malformed: {exc}") from exc
+        self._parsed[name] = (text, secret)
+        return secret

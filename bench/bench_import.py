@@ -1,0 +1,208 @@
+"""Import and first-invocation cost of each function (not a test), against its bare dependencies.
+
+For each of ingest, processor and replay, in fresh interpreters (this one's executable, with
+``.pyc`` files as ``sam build`` now ships them), timed inside the interpreter so start-up is
+excluded:
+
+- ``deps``: importing exactly the third-party modules ``import app`` loads (found once with the
+  function's own import, recorded in load order): the floor any handler on these libraries pays;
+- ``app``: ``import app`` (our modules, settings, sources, Logger/Metrics/Tracer);
+- ``first_use``: what the first invocation adds, reported apart: ingest ``app.service()`` (the
+  wired use case and its SQS/Secrets Manager clients), processor ``app.service()``, replay
+  ``app.sqs_client()``.
+
+Tracing is off (``POWERTOOLS_TRACE_DISABLED=true``, in a Lambda-like environment); ``--traced``
+measures with it on, as deployed with ``Tracing: Active``. With ``--before REV`` the ingest
+``import app; app.service()`` of that revision (checked out in a temporary worktree) is
+measured side by side with this tree's: the lazy S3 client and tracing provider before/after.
+Samples are interleaved; medians and ratios are reported (target: app / deps <= 1.10).
+
+Run: ``.venv/bin/python bench/bench_import.py [--quick] [--traced] [--before REV]``; figures go
+to ``bench/results/import.json`` (``--quick``: ``import.quick.json``, git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+FIRST_USE = {"ingest": "app.service()", "processor": "app.service()", "replay": "app.sqs_client()"}
+OURS = ("app", "webhook_pipeline")
+
+TIMED = """
+import sys, time, json
+t0 = time.perf_counter()
+{imports}
+t1 = time.perf_counter()
+{first_use}
+t2 = time.perf_counter()
+print(json.dumps([t1 - t0, t2 - t1]))
+"""
+
+DISCOVER = """
+import sys, json
+before = set(sys.modules)
+import app
+print(json.dumps([m for m in sys.modules if m not in before]))
+"""
+
+
+def env_for(function: str, root: Path, traced: bool) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("POWERTOOLS_", "AWS_LAMBDA_", "LAMBDA_"))
+    }
+    env.update(
+        {
+            "PYTHONPATH": str(root / "layers" / "common"),
+            "LAMBDA_TASK_ROOT": str(root / "functions" / function),
+            "AWS_LAMBDA_FUNCTION_NAME": f"{function.capitalize()}Function",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "POWERTOOLS_SERVICE_NAME": function,
+            "POWERTOOLS_METRICS_NAMESPACE": "WebhookPipeline",
+            "POWERTOOLS_TRACE_DISABLED": "false" if traced else "true",
+            "QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/main",
+            "DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/dlq",
+            "PAYLOAD_BUCKET": "payloads",
+            "TABLE_NAME": "deliveries",
+            "SECRETS_PREFIX": "webhook-pipeline/bench/",
+            "REDIS_URL": "redis://127.0.0.1:6379/0",
+        }
+    )
+    return env
+
+
+def run(code: str, function: str, root: Path, traced: bool) -> Any:
+    out = subprocess.run(
+        [PY, "-c", code],
+        cwd=root / "functions" / function,
+        env=env_for(function, root, traced),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def third_party(function: str, traced: bool) -> list[str]:
+    loaded: list[str] = run(DISCOVER, function, ROOT, traced)
+    stdlib = sys.stdlib_module_names
+    return [
+        m
+        for m in loaded
+        if m.split(".")[0] not in OURS and m.split(".")[0] not in stdlib and not m.startswith("_")
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--traced", action="store_true")
+    parser.add_argument("--before", default=None)
+    parser.add_argument("--runs", type=int, default=None)
+    args = parser.parse_args()
+    runs = args.runs or (5 if args.quick else 21)
+    variants: dict[str, tuple[str, str, Path]] = {}
+    for function in FIRST_USE:
+        deps = third_party(function, args.traced)
+        imports = "\n".join(f"import {m}" for m in deps)
+        variants[f"{function}:deps"] = (TIMED.format(imports=imports, first_use=""), function, ROOT)
+        variants[f"{function}:app"] = (
+            TIMED.format(imports="import app", first_use=FIRST_USE[function]),
+            function,
+            ROOT,
+        )
+    before_dir = None
+    if args.before:
+        before_dir = Path(tempfile.mkdtemp(prefix="bench-before-")) / "tree"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(before_dir), args.before],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        variants["ingest:app@before"] = (
+            TIMED.format(imports="import app", first_use=FIRST_USE["ingest"]),
+            "ingest",
+            before_dir,
+        )
+    try:
+        for code, function, root in variants.values():  # warm page cache, write .pyc files
+            run(code, function, root, args.traced)
+        samples: dict[str, list[list[float]]] = {k: [] for k in variants}
+        for _ in range(runs):
+            for name, (code, function, root) in variants.items():
+                samples[name].append(run(code, function, root, args.traced))
+    finally:
+        if before_dir is not None:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(before_dir)], cwd=ROOT, check=False
+            )
+    med = {
+        k: {
+            "import_s": round(statistics.median(s[0] for s in v), 4),
+            "first_use_s": round(statistics.median(s[1] for s in v), 4),
+            "total_s": round(statistics.median(s[0] + s[1] for s in v), 4),
+        }
+        for k, v in samples.items()
+    }
+    report: dict[str, Any] = {}
+    for function in FIRST_USE:
+        deps, app = med[f"{function}:deps"], med[f"{function}:app"]
+        report[function] = {
+            "deps_import_s": deps["import_s"],
+            "app_import_s": app["import_s"],
+            "app_import_over_deps": round(app["import_s"] / deps["import_s"], 3),
+            "first_use_s": app["first_use_s"],
+            "target_met": app["import_s"] / deps["import_s"] <= 1.10,
+        }
+    if "ingest:app@before" in med:
+        before, after = med["ingest:app@before"], med["ingest:app"]
+        report["ingest_before_after"] = {
+            "before_revision": args.before,
+            "before": before,
+            "after": after,
+            "after_over_before_total": round(after["total_s"] / before["total_s"], 3),
+            "saved_total_s": round(before["total_s"] - after["total_s"], 4),
+        }
+    results = {
+        "command": " ".join(
+            [".venv/bin/python", str(Path(sys.argv[0]).resolve().relative_to(ROOT)), *sys.argv[1:]]
+        ),
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "runs_each": runs,
+        "tracing": "on (as deployed)" if args.traced else "off",
+        "results": report,
+    }
+    name = (
+        "import.quick.json"
+        if args.quick
+        else ("import_traced.json" if args.traced else "import.json")
+    )
+    out = ROOT / "bench" / "results" / name
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+    print(f"written to {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
