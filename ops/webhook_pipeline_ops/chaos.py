@@ -198,8 +198,12 @@ def schedule_faults(kinds: Sequence[str], seed: int) -> list[ScheduledFault]:
     if unknown:
         raise ValueError(f"unknown fault kind(s) {unknown}; known: {list(FAULT_KINDS)}")
     rng = random.Random(seed)  # noqa: S311 - a reproducible schedule, not security
-    holds = {"redis-stop": (2.0, 3.0), "redis-full": (3.0, 5.0), "redis-kill": (1.0, 2.0),
-             "moto-stop": (10.0, 15.0)}  # fmt: skip
+    holds = {
+        "redis-stop": (2.0, 3.0),
+        "redis-full": (3.0, 5.0),
+        "redis-kill": (1.0, 2.0),
+        "moto-stop": (10.0, 15.0),
+    }
     middle = [k for k in FAULT_KINDS if k in kinds and k not in ("poison", "replay")]
     slots = sorted(rng.uniform(0.10, 0.75) for _ in middle)
     for _ in range(50):  # spread them when possible
@@ -423,8 +427,12 @@ def reconcile(
             continue
         counts = key in records or (key in accepted and key not in dlq_reasons)
         if counts:
+            # The recorded sequence is in the pipeline's own unit (some providers' timestamps
+            # are read in microseconds); the sender's only for what was never recorded.
+            seq = _number(records[key].get("sequence")) if key in records else None
+            seq = first.sequence if seq is None else seq
             res = (first.source, first.resource_key)
-            expected[res] = max(expected.get(res, first.sequence), first.sequence)
+            expected[res] = max(expected.get(res, seq), seq)
     for res, want in expected.items():
         rec.resources_checked += 1
         got = _number((resources.get(res) or {}).get("watermark"))
@@ -449,14 +457,18 @@ def render(report: Mapping[str, Any]) -> str:
         ("duplicate copies", s["duplicate_copies"]),
         ("requests (retries included)", s["requests"]),
         ("sender retries", s["retries"]),
-        ("final 2xx / 4xx / 5xx / no answer",
-         f"{s['final_2xx']} / {s['final_4xx']} / {s['final_5xx']} / {s['final_no_answer']}"),
+        (
+            "final 2xx / 4xx / 5xx / no answer",
+            f"{s['final_2xx']} / {s['final_4xx']} / {s['final_5xx']} / {s['final_no_answer']}",
+        ),
         ("acknowledged deliveries (a 2xx)", r["acknowledged"]),
         ("unacknowledged (5xx/no answer only)", r["unacknowledged"]),
         ("duplicates stopped at the gate (200)", r["gate_duplicates"]),
         ("duplicate copies past the gate (extra 202)", r["past_gate_copies"]),
-        ("recorded (applied / stale)",
-         f"{r['recorded']} ({r['recorded_applied']} / {r['recorded_stale']})"),
+        (
+            "recorded (applied / stale)",
+            f"{r['recorded']} ({r['recorded_applied']} / {r['recorded_stale']})",
+        ),
         ("DLQ entries (injected poison)", f"{r['dlq_entries']} ({r['dlq_foreign']})"),
         ("DLQ replayed", report.get("replayed", 0)),
         ("time to settle (s)", report.get("settle_seconds")),
@@ -466,7 +478,7 @@ def render(report: Mapping[str, Any]) -> str:
         ("OUT-OF-ORDER APPLIED", r["out_of_order_applied"]),
         ("watermark mismatches", f"{r['watermark_mismatches']} of {r['resources_checked']}"),
         ("recorded after a 4xx", r["recorded_after_4xx"]),
-    ]  # fmt: skip
+    ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines.append("")
