@@ -478,6 +478,7 @@ def render(report: Mapping[str, Any]) -> str:
         ("OUT-OF-ORDER APPLIED", r["out_of_order_applied"]),
         ("watermark mismatches", f"{r['watermark_mismatches']} of {r['resources_checked']}"),
         ("recorded after a 4xx", r["recorded_after_4xx"]),
+        ("hooks still pending after settle", r["hooks_pending"]),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
