@@ -61,6 +61,7 @@ from webhook_pipeline_ops.chaos import (
 
 DEFAULT_SOURCES = ("stripe", "github", "shopify", "slack", "standard-webhooks")
 NEGATIVE_CONTROL_ENV = "WEBHOOK_PIPELINE_CHAOS_NEGATIVE_CONTROL"
+LEDGER_HOOKS_ENV = "WEBHOOK_PIPELINE_LOCAL_HOOKS_MODULE"
 MAX_RETRY_WAIT_SECONDS = 5.0
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -313,6 +314,9 @@ def local_stack(
     command += ["--parameter", f"PublicBaseUrl=http://127.0.0.1:{port}"]
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
     env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
+    # The hook ledger (one item per hook invocation) where the stack can load it: the processor
+    # then measures double-applied. A stack that does not know the variable ignores it.
+    env.setdefault(LEDGER_HOOKS_ENV, "webhook_pipeline_ops.ledger")
     log_path = state / "stack.log"
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(  # noqa: S603 - our own CLI
