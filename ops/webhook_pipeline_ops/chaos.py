@@ -248,6 +248,7 @@ class Reconciliation:
     lost: int = 0
     recorded_after_4xx: int = 0
     double_applied: int | None = None
+    applied_without_ledger: int | None = None
     ledger_items: int = 0
     hooks_pending: int = 0
     out_of_order_applied: int = 0
@@ -258,14 +259,16 @@ class Reconciliation:
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     def failed(self) -> bool:
-        """True when the proof fails: something lost, double-applied, applied out of order, a
-        final watermark that is not the highest sequence accepted, or a 4xx recorded."""
+        """True when the proof fails: something lost, double-applied (or applied without its
+        hook running), applied out of order, a final watermark that is not the highest sequence
+        accepted, or a 4xx recorded."""
         return bool(
             self.lost
             or self.double_applied
             or self.out_of_order_applied
             or self.watermark_mismatches
             or self.recorded_after_4xx
+            or self.applied_without_ledger
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -316,8 +319,9 @@ def reconcile(
     - lost: a delivery some copy of which got a 2xx, neither recorded (``DELIVERY#`` item) nor in
       the DLQ with a reason;
     - recorded after a 4xx: no copy got a 2xx, some got a 4xx, yet it is recorded;
-    - double-applied: deliveries with more than one hook ledger item (``None``, "not measured",
-      when the table holds no ledger item);
+    - double-applied: deliveries with more than one hook ledger item, and applied without a
+      ledger: ``applied`` records with none (both ``None``, "not measured", when the table
+      holds no ledger item);
     - out-of-order applied: per resource, ``applied`` records taken in ``recorded_at`` order
       whose sequence is below one applied strictly earlier;
     - watermark mismatches: a resource whose ``watermark`` is not the highest sequence among its
@@ -396,6 +400,11 @@ def reconcile(
         rec.double_applied = len(doubles)
         for k in doubles:
             note("double_applied", k)
+        # The other half of "exactly once": an applied delivery whose hook never ran.
+        missing = [k for k, r in records.items() if r.get("outcome") == "applied" and not ledger[k]]
+        rec.applied_without_ledger = len(missing)
+        for k in missing:
+            note("applied_without_ledger", k)
 
     # Ordering: applied records per resource in the order they were recorded.
     applied: dict[tuple[str, str], list[tuple[str, int, Key]]] = defaultdict(list)
@@ -475,6 +484,7 @@ def render(report: Mapping[str, Any]) -> str:
         ("traffic (s)", s.get("elapsed_seconds")),
         ("LOST", r["lost"]),
         ("DOUBLE-APPLIED", r["double_applied"]),
+        ("applied without a hook run (ledger)", r["applied_without_ledger"]),
         ("OUT-OF-ORDER APPLIED", r["out_of_order_applied"]),
         ("watermark mismatches", f"{r['watermark_mismatches']} of {r['resources_checked']}"),
         ("recorded after a 4xx", r["recorded_after_4xx"]),

@@ -856,6 +856,7 @@ def run(args: argparse.Namespace) -> int:
                 "out_of_order_applied",
                 "watermark_mismatches",
                 "recorded_after_4xx",
+                "applied_without_ledger",
             )
             if rec.as_dict()[k] not in (0, "not measured")
         ]

@@ -295,3 +295,16 @@ def test_render_names_every_fault_and_the_verdicts() -> None:
     )
     assert "LOST" in text and "not measured" in text
     assert "redis-kill" in text and "throttling" in text and "NOT injected" in text
+
+
+def test_an_applied_delivery_without_a_ledger_item_fails_the_proof_once_measured() -> None:
+    sent = [copy("evt_1", 202), copy("evt_2", 202, sequence=11)]
+    items = [record("evt_1"), record("evt_2", sequence=11, recorded_at="2026-12-01T11:00:00")]
+    items += [resource("cus_1", 11), ledger("stripe", "evt_1", 1)]
+    rec = reconcile(sent, items, [])
+    assert (rec.applied_without_ledger, rec.double_applied, rec.failed()) == (1, 0, True)
+    assert rec.examples["applied_without_ledger"] == ["stripe/evt_2"]
+    complete = reconcile(sent, [*items, ledger("stripe", "evt_2", 1)], [])
+    assert (complete.applied_without_ledger, complete.failed()) == (0, False)
+    unmeasured = reconcile(sent, items[:3], [])
+    assert unmeasured.as_dict()["applied_without_ledger"] == "not measured"
