@@ -273,9 +273,9 @@ class Reconciliation:
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["double_applied"] = (
-            "not measured" if self.double_applied is None else self.double_applied
-        )
+        for name in ("double_applied", "applied_without_ledger"):
+            if data[name] is None:
+                data[name] = "not measured"
         return data
 
 
