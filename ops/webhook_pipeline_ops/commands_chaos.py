@@ -102,7 +102,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--visibility-timeout", type=int, default=5, help="main queue's, seconds (5)")
     p.add_argument("--max-receive-count", type=int, default=3, help="receives before the DLQ (3)")
-    p.add_argument("--settle-timeout", type=float, default=900.0, help="seconds (900)")
+    p.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=1800.0,
+        help="seconds to wait for the main queue to empty after the traffic (1800)",
+    )
     p.add_argument("--poison", type=int, default=3, help="poison messages of the poison fault (3)")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "chaos.json"))
     p.add_argument("--json", action="store_true", help="print the report as JSON")
