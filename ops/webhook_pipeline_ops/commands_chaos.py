@@ -15,6 +15,10 @@ sender's log (``chaos-sender.jsonl`` in the state folder). Exit codes: 0 the pro
 1 lost, double-applied, out-of-order applied, a wrong final watermark or a 4xx recorded is not
 0 (or the queue did not settle); 2 usage error.
 
+Against a running stack (``--state-dir`` with a live ``ready`` file), the redis-server that
+``redis-kill`` restarts on the stack's Redis port is this command's child and stops with it:
+restart the stack afterwards.
+
 Test-only switch: ``WEBHOOK_PIPELINE_CHAOS_NEGATIVE_CONTROL=delete-record`` deletes one
 acknowledged delivery's record once the queue has settled (a simulated loss): the
 reconciliation must then report lost = 1 and exit 1.

@@ -55,10 +55,7 @@ def test_a_short_chaos_run_loses_nothing(tmp_path: Path) -> None:
     assert rec["watermark_mismatches"] == 0 and rec["recorded_after_4xx"] == 0
     assert rec["acknowledged"] > 0 and rec["recorded"] >= rec["acknowledged"] - rec["in_dlq"]
     assert report["sender"]["copies"] == 200
-    assert [f["kind"] for f in report["faults"]] == sorted(
-        kinds, key=[f["kind"] for f in report["faults"]].index
-    )
-    assert len(report["faults"]) == len(kinds)
+    assert sorted(f["kind"] for f in report["faults"]) == sorted(kinds)  # each once
     by_kind = {f["kind"]: f for f in report["faults"]}
     for kind in ("redis-kill", "redis-flush", "poison", "replay"):
         assert by_kind[kind]["injected"], by_kind[kind]
