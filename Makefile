@@ -6,7 +6,7 @@ STAMP_LOCAL := $(VENV)/.installed-local
 STAMP_DEV   := $(VENV)/.installed-dev
 
 
-.PHONY: help install install-dev run demo console send test redis-server test-unit test-integration test-e2e test-template \
+.PHONY: help install install-dev run demo console send chaos chaos-short test redis-server test-unit test-integration test-e2e test-template \
         test-docker lint format typecheck bench bench-full build validate deploy clean
 
 help:  ## list the targets
@@ -45,6 +45,12 @@ demo: $(STAMP_LOCAL)  ## run a short mixed scenario against the local stack (sta
 
 console: $(STAMP_LOCAL)  ## web console for the running local stack on http://127.0.0.1:8380/ (another terminal)
 	$(VENV)/bin/webhook-pipeline console --local $(ARGS)
+
+chaos: $(STAMP_LOCAL) redis-server  ## 10,000 deliveries with every fault against a fresh local stack, then the reconciliation (bench/results/chaos.json)
+	$(VENV)/bin/webhook-pipeline chaos $(ARGS)
+
+chaos-short: $(STAMP_LOCAL) redis-server  ## the CI's short chaos run: 1,000 deliveries, every fault kind once
+	$(VENV)/bin/webhook-pipeline chaos --count 1000 --seed 1 --out $${CHAOS_OUT:-/tmp/chaos-short.json} $(ARGS)
 
 test: $(STAMP_DEV) redis-server  ## run every test tier (installs redis-server with apt-get if missing and root)
 	$(PY) -m pytest

@@ -1,0 +1,310 @@
+"""The chaos run's reconciliation (``webhook_pipeline_ops.chaos``): each finding has a case that
+passes and a case that must fail, over a sender's log and table items built by hand."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from webhook_pipeline_ops.chaos import (
+    FAULT_KINDS,
+    AttemptLog,
+    Copy,
+    interleave,
+    ledger_key,
+    reconcile,
+    render,
+    schedule_faults,
+    with_duplicates,
+)
+
+
+def copy(
+    delivery_id: str,
+    *statuses: int | None,
+    source: str = "stripe",
+    resource: str | None = "cus_1",
+    sequence: int | None = 10,
+    duplicate: bool = False,
+) -> Copy:
+    return Copy(
+        source,
+        delivery_id,
+        resource,
+        sequence,
+        duplicate,
+        [AttemptLog(s, float(i), 1.0) for i, s in enumerate(statuses)],
+    )
+
+
+def record(
+    delivery_id: str,
+    *,
+    source: str = "stripe",
+    resource: str | None = "cus_1",
+    sequence: int | None = 10,
+    outcome: str = "applied",
+    recorded_at: str = "2026-12-01T10:00:00.000000+00:00",
+) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "pk": f"DELIVERY#{source}#{delivery_id}",
+        "sk": "DELIVERY",
+        "type": "delivery",
+        "source": source,
+        "delivery_id": delivery_id,
+        "outcome": outcome,
+        "recorded_at": recorded_at,
+    }
+    if resource is not None:
+        item |= {"resource_key": resource, "sequence": sequence}
+    return item
+
+
+def resource(key: str, watermark: int, source: str = "stripe") -> dict[str, Any]:
+    return {
+        "pk": f"RESOURCE#{source}#{key}",
+        "sk": "RESOURCE",
+        "type": "resource",
+        "source": source,
+        "resource_key": key,
+        "watermark": watermark,
+    }
+
+
+# -- lost -----------------------------------------------------------------------------------------
+
+
+def test_every_acknowledged_delivery_recorded_is_not_lost() -> None:
+    rec = reconcile(
+        [copy("evt_1", 503, 202), copy("evt_1", 200, duplicate=True)],
+        [record("evt_1"), resource("cus_1", 10)],
+        [],
+    )
+    assert (rec.lost, rec.acknowledged, rec.recorded, rec.failed()) == (0, 1, 1, False)
+    assert (rec.gate_duplicates, rec.past_gate_copies) == (1, 0)
+
+
+def test_an_acknowledged_delivery_neither_recorded_nor_in_the_dlq_is_lost() -> None:
+    rec = reconcile(
+        [copy("evt_1", 202), copy("evt_2", 202, sequence=11)],
+        [record("evt_1"), resource("cus_1", 10)],
+        [],
+    )
+    assert rec.lost == 1
+    assert rec.examples["lost"] == ["stripe/evt_2"]
+    assert rec.failed()
+
+
+def test_a_2xx_on_any_attempt_of_any_copy_counts_as_acknowledged() -> None:
+    """The first copy got 202 then the sender's own retry timed out: still owed."""
+    rec = reconcile([copy("evt_1", 202), copy("evt_1", None, duplicate=True)], [], [])
+    assert (rec.acknowledged, rec.lost) == (1, 1)
+
+
+def test_in_the_dlq_with_a_reason_is_not_lost_without_one_it_is() -> None:
+    sent = [copy("evt_1", 202)]
+    with_reason = reconcile(
+        sent, [], [{"source": "stripe", "delivery_id": "evt_1", "reason": "retries exhausted"}]
+    )
+    assert (with_reason.lost, with_reason.in_dlq) == (0, 1)
+    without = reconcile(sent, [], [{"source": "stripe", "delivery_id": "evt_1", "reason": ""}])
+    assert without.lost == 1
+
+
+def test_unacknowledged_deliveries_are_not_lost_whether_recorded_or_not() -> None:
+    rec = reconcile(
+        [copy("evt_1", 503, 503), copy("evt_2", None, sequence=11)],
+        [record("evt_2", sequence=11), resource("cus_1", 11)],
+        [],
+    )
+    assert (rec.lost, rec.unacknowledged, rec.failed()) == (0, 2, False)
+
+
+def test_dlq_entries_of_no_sent_delivery_are_counted_as_foreign() -> None:
+    rec = reconcile(
+        [copy("evt_1", 202)],
+        [record("evt_1"), resource("cus_1", 10)],
+        [{"source": "stripe", "delivery_id": "other", "reason": "malformed"}],
+    )
+    assert (rec.dlq_entries, rec.dlq_foreign, rec.in_dlq) == (1, 1, 0)
+
+
+# -- 4xx ------------------------------------------------------------------------------------------
+
+
+def test_a_rejected_delivery_recorded_fails_the_proof() -> None:
+    ok = reconcile([copy("evt_1", 401)], [], [])
+    assert (ok.rejected_4xx, ok.recorded_after_4xx, ok.failed()) == (1, 0, False)
+    bad = reconcile([copy("evt_1", 401)], [record("evt_1"), resource("cus_1", 10)], [])
+    assert (bad.recorded_after_4xx, bad.failed()) == (1, True)
+
+
+# -- double-applied -------------------------------------------------------------------------------
+
+
+def ledger(source: str, delivery_id: str, n: int) -> dict[str, Any]:
+    return {"pk": f"LEDGER#{source}#{delivery_id}", "sk": f"INVOCATION#{n}"}
+
+
+def test_double_applied_is_not_measured_without_ledger_items() -> None:
+    rec = reconcile([copy("evt_1", 202)], [record("evt_1"), resource("cus_1", 10)], [])
+    assert rec.double_applied is None
+    assert rec.as_dict()["double_applied"] == "not measured"
+
+
+def test_one_ledger_item_per_delivery_is_zero_double_applied() -> None:
+    items = [record("evt_1"), resource("cus_1", 10), ledger("stripe", "evt_1", 1)]
+    rec = reconcile([copy("evt_1", 202)], items, [])
+    assert (rec.double_applied, rec.ledger_items, rec.failed()) == (0, 1, False)
+
+
+def test_two_ledger_items_of_one_delivery_fail_the_proof() -> None:
+    items = [record("evt_1"), resource("cus_1", 10)]
+    items += [ledger("stripe", "evt_1", 1), ledger("stripe", "evt_1", 2)]
+    rec = reconcile([copy("evt_1", 202)], items, [])
+    assert (rec.double_applied, rec.failed()) == (1, True)
+    assert rec.examples["double_applied"] == ["stripe/evt_1"]
+
+
+def test_ledger_items_are_read_by_attributes_or_by_their_key() -> None:
+    assert ledger_key({"pk": "LEDGER#stripe#evt#1", "sk": "x"}) == ("stripe", "evt#1")
+    by_attrs = {"pk": "LEDGER#abc", "source": "github", "delivery_id": "d-1"}
+    assert ledger_key(by_attrs) == ("github", "d-1")
+    assert ledger_key({"pk": "x", "type": "ledger", "source": "s", "delivery_id": "d"}) == (
+        "s",
+        "d",
+    )
+    assert ledger_key({"pk": "DELIVERY#stripe#evt_1"}) is None
+
+
+# -- order and watermarks -------------------------------------------------------------------------
+
+
+def test_applied_in_rising_order_with_stale_older_events_is_in_order() -> None:
+    sent = [copy("e3", 202, sequence=3), copy("e2", 202, sequence=2), copy("e4", 202, sequence=4)]
+    items = [
+        record("e3", sequence=3, recorded_at="2026-12-01T10:00:01"),
+        record("e2", sequence=2, outcome="stale", recorded_at="2026-12-01T10:00:02"),
+        record("e4", sequence=4, recorded_at="2026-12-01T10:00:03"),
+        resource("cus_1", 4),
+    ]
+    rec = reconcile(sent, items, [])
+    assert (rec.out_of_order_applied, rec.watermark_mismatches, rec.failed()) == (0, 0, False)
+
+
+def test_an_older_event_applied_after_a_newer_one_is_out_of_order() -> None:
+    sent = [copy("e3", 202, sequence=3), copy("e2", 202, sequence=2)]
+    items = [
+        record("e3", sequence=3, recorded_at="2026-12-01T10:00:01"),
+        record("e2", sequence=2, recorded_at="2026-12-01T10:00:02"),
+        resource("cus_1", 3),
+    ]
+    rec = reconcile(sent, items, [])
+    assert rec.out_of_order_applied == 1
+    assert rec.examples["out_of_order_applied"] == ["stripe/e2"]
+    assert rec.failed()
+
+
+def test_records_of_the_same_instant_are_not_ordered_against_each_other() -> None:
+    sent = [copy("e3", 202, sequence=3), copy("e2", 202, sequence=2)]
+    same = "2026-12-01T10:00:01"
+    items = [record("e3", sequence=3, recorded_at=same), record("e2", sequence=2, recorded_at=same)]
+    rec = reconcile(sent, [*items, resource("cus_1", 3)], [])
+    assert rec.out_of_order_applied == 0
+
+
+def test_a_final_watermark_below_the_highest_accepted_sequence_fails_the_proof() -> None:
+    sent = [copy("e1", 202, sequence=1), copy("e2", 202, sequence=2)]
+    items = [record("e1", sequence=1), record("e2", sequence=2, recorded_at="2026-12-01T11:00:00")]
+    good = reconcile(sent, [*items, resource("cus_1", 2)], [])
+    assert (good.watermark_mismatches, good.resources_checked) == (0, 1)
+    bad = reconcile(sent, [*items, resource("cus_1", 1)], [])
+    assert (bad.watermark_mismatches, bad.failed()) == (1, True)
+    missing = reconcile(sent, items, [])
+    assert missing.watermark_mismatches == 1
+
+
+def test_the_recorded_sequence_unit_wins_over_the_senders() -> None:
+    """Some providers' timestamps are read in microseconds: the record says which."""
+    sent = [copy("e1", 202, sequence=5)]
+    rec = reconcile(sent, [record("e1", sequence=5_000_000), resource("cus_1", 5_000_000)], [])
+    assert rec.watermark_mismatches == 0
+
+
+def test_a_dead_lettered_delivery_does_not_count_towards_the_watermark() -> None:
+    sent = [copy("e1", 202, sequence=1), copy("e2", 202, sequence=2)]
+    dlq = [{"source": "stripe", "delivery_id": "e2", "reason": "bug"}]
+    rec = reconcile(sent, [record("e1", sequence=1), resource("cus_1", 1)], dlq)
+    assert (rec.lost, rec.watermark_mismatches) == (0, 0)
+
+
+# -- traffic shape, schedule, report --------------------------------------------------------------
+
+
+def test_interleave_keeps_each_streams_order() -> None:
+    merged = interleave([["a1", "a2", "a3"], ["b1", "b2"]], random.Random(1))
+    assert sorted(merged) == ["a1", "a2", "a3", "b1", "b2"]
+    assert [x for x in merged if x[0] == "a"] == ["a1", "a2", "a3"]
+
+
+def test_duplicates_follow_their_original() -> None:
+    items = list(range(100))
+    out = with_duplicates(items, 0.5, immediate=0.3, rng=random.Random(2))
+    assert sum(1 for _, dup in out if dup) == 50
+    first = {}
+    for i, (x, dup) in enumerate(out):
+        if not dup:
+            first[x] = i
+        else:
+            assert x in first  # a duplicate never precedes its original
+
+
+def test_the_schedule_is_seeded_and_has_every_kind_once() -> None:
+    a, b = schedule_faults(FAULT_KINDS, 7), schedule_faults(FAULT_KINDS, 7)
+    assert a == b
+    assert sorted(f.kind for f in a) == sorted(FAULT_KINDS)
+    assert a[-1].kind == "replay"
+    moto = next(f for f in a if f.kind == "moto-stop")
+    assert 10 <= moto.hold <= 15
+    assert schedule_faults(FAULT_KINDS, 8) != a
+    with pytest.raises(ValueError, match="unknown fault"):
+        schedule_faults(["disk-full"], 1)
+
+
+def test_render_names_every_fault_and_the_verdicts() -> None:
+    rec = reconcile([copy("evt_1", 202)], [record("evt_1"), resource("cus_1", 10)], [])
+    sender = {
+        "copies": 1,
+        "duplicate_copies": 0,
+        "requests": 1,
+        "retries": 0,
+        "final_2xx": 1,
+        "final_4xx": 0,
+        "final_5xx": 0,
+        "final_no_answer": 0,
+        "elapsed_seconds": 1.0,
+    }
+    text = render(
+        {
+            "reconciliation": rec.as_dict(),
+            "sender": sender,
+            "faults": [{"kind": "redis-kill", "at": 1.5, "injected": True, "detail": "pid 1"}],
+            "not_injected": {"throttling": "needs a hook"},
+        }
+    )
+    assert "LOST" in text and "not measured" in text
+    assert "redis-kill" in text and "throttling" in text and "NOT injected" in text
+
+
+def test_an_applied_delivery_without_a_ledger_item_fails_the_proof_once_measured() -> None:
+    sent = [copy("evt_1", 202), copy("evt_2", 202, sequence=11)]
+    items = [record("evt_1"), record("evt_2", sequence=11, recorded_at="2026-12-01T11:00:00")]
+    items += [resource("cus_1", 11), ledger("stripe", "evt_1", 1)]
+    rec = reconcile(sent, items, [])
+    assert (rec.applied_without_ledger, rec.double_applied, rec.failed()) == (1, 0, True)
+    assert rec.examples["applied_without_ledger"] == ["stripe/evt_2"]
+    complete = reconcile(sent, [*items, ledger("stripe", "evt_2", 1)], [])
+    assert (complete.applied_without_ledger, complete.failed()) == (0, False)
+    unmeasured = reconcile(sent, items[:3], [])
+    assert unmeasured.as_dict()["applied_without_ledger"] == "not measured"
