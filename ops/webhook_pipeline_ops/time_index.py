@@ -36,7 +36,12 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer
-from webhook_pipeline.adapters.dynamodb import TIME_INDEX, TIME_INDEX_SHARDS, TIME_KEY, TIME_SHARD
+from webhook_pipeline.adapters.dynamodb_items import (
+    TIME_INDEX,
+    TIME_INDEX_SHARDS,
+    TIME_KEY,
+    TIME_SHARD,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

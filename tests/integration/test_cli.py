@@ -382,7 +382,7 @@ def test_local_without_a_running_local_stack(cli: Run, stack: Stack) -> None:
 
 
 def test_deliveries_and_resources_get(cli: Run, stack: Stack) -> None:
-    from webhook_pipeline.adapters.dynamodb import delivery_key, resource_key
+    from webhook_pipeline.adapters.dynamodb_items import delivery_key, resource_key
 
     ddb = boto3.client("dynamodb")
     ddb.put_item(

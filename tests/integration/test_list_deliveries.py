@@ -14,7 +14,8 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from webhook_pipeline.adapters.dynamodb import TIME_INDEX_SHARDS, DynamoDBDeliveryStore
+from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
+from webhook_pipeline.adapters.dynamodb_items import TIME_INDEX_SHARDS
 from webhook_pipeline.process.model import DeliveryRecord
 from webhook_pipeline_ops.time_index import (
     DeliveryFilters,

@@ -9,12 +9,8 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 from moto import mock_aws
-from webhook_pipeline.adapters.dynamodb import (
-    TIME_INDEX,
-    TIME_INDEX_SHARDS,
-    DynamoDBDeliveryStore,
-    time_index_shard,
-)
+from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
+from webhook_pipeline.adapters.dynamodb_items import TIME_INDEX, TIME_INDEX_SHARDS, time_index_shard
 from webhook_pipeline.process.model import DeliveryRecord, FailureNote, Outcome
 
 from tests.helpers import create_deliveries_table

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from webhook_pipeline.adapters.dynamodb import TIME_INDEX, TIME_KEY, TIME_SHARD
+from webhook_pipeline.adapters.dynamodb_items import TIME_INDEX, TIME_KEY, TIME_SHARD
 
 pytestmark = pytest.mark.template
 

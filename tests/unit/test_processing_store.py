@@ -193,6 +193,57 @@ def test_conflict_throttling_and_missing_reasons_are_retry(reasons: Any) -> None
         DynamoDBDeliveryStore(client, "deliveries").record(record())
 
 
+def test_a_conflict_alone_is_tried_again_in_place_with_its_own_token_and_a_jittered_backoff() -> (
+    None
+):
+    from webhook_pipeline.adapters.dynamodb import CONFLICT_BACKOFF_SECONDS
+
+    conflict = cancelled([{"Code": "None"}, {"Code": "TransactionConflict"}])
+    client = FakeClient(transact_write_items=[conflict, conflict, {}])
+    waits: list[float] = []
+    bounds: list[tuple[float, float]] = []
+
+    def jitter(low: float, high: float) -> float:
+        bounds.append((low, high))
+        return high / 2
+
+    store = DynamoDBDeliveryStore(client, "deliveries", sleep=waits.append, jitter=jitter)
+    assert store.record(record()).outcome is Outcome.APPLIED
+    tokens = [kw["ClientRequestToken"] for op, kw in client.requests]
+    assert len(tokens) == 3 and len(set(tokens)) == 3 and all(len(t) == 36 for t in tokens)
+    assert tokens[0] == record().attempt_token
+    assert bounds == [(0, CONFLICT_BACKOFF_SECONDS), (0, 2 * CONFLICT_BACKOFF_SECONDS)]
+    assert waits == [CONFLICT_BACKOFF_SECONDS / 2, CONFLICT_BACKOFF_SECONDS]
+
+
+def test_a_conflict_that_persists_is_a_retry_after_the_last_attempt() -> None:
+    from webhook_pipeline.adapters.dynamodb import CONFLICT_ATTEMPTS
+
+    client = FakeClient(
+        transact_write_items=[cancelled([{"Code": "TransactionConflict"}, {"Code": "None"}])]
+    )
+    store = DynamoDBDeliveryStore(client, "deliveries", sleep=lambda _: None)
+    with pytest.raises(TransientError):
+        store.record(record())
+    assert len(client.requests) == CONFLICT_ATTEMPTS
+
+
+def test_a_conflict_beside_another_reason_is_not_tried_again_in_place() -> None:
+    # the delivery is already recorded: a duplicate, whatever the resource item said
+    duplicate = [{"Code": "ConditionalCheckFailed", "Item": {}}, {"Code": "TransactionConflict"}]
+    client = FakeClient(transact_write_items=[cancelled(duplicate)])
+    store = DynamoDBDeliveryStore(client, "deliveries", sleep=lambda _: None)
+    assert store.record(record()).outcome is Outcome.DUPLICATE
+    assert [op for op, _ in client.requests] == ["transact_write_items"]
+    # throttled too: SQS redelivers it later
+    throttled = [{"Code": "TransactionConflict"}, {"Code": "ThrottlingError"}]
+    client = FakeClient(transact_write_items=[cancelled(throttled)])
+    store = DynamoDBDeliveryStore(client, "deliveries", sleep=lambda _: None)
+    with pytest.raises(TransientError):
+        store.record(record())
+    assert [op for op, _ in client.requests] == ["transact_write_items"]
+
+
 def test_validation_error_reason_is_a_loud_bug() -> None:
     client = FakeClient(
         transact_write_items=[cancelled([{"Code": "ValidationError"}, {"Code": "None"}])]

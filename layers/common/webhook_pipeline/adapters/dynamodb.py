@@ -16,7 +16,8 @@ A delivery with a resource key is one ``TransactWriteItems``: [0] Put delivery r
 watermark is applied (ordering values with coarse resolution, such as Stripe's ``created`` in
 seconds, tie for distinct events; neither is dropped, and the watermark never moves back).
 Cancellation reasons are read by index: [0] failed -> duplicate, [1] failed -> stale;
-``TransactionConflict``/throttling/missing reasons/5xx -> retry;
+``TransactionConflict``/throttling/missing reasons/5xx -> retry (a conflict alone is first
+tried again in place, :data:`CONFLICT_ATTEMPTS` in all);
 ``ValidationError`` -> :class:`StoreBugError`. A stale delivery is then recorded with a second
 conditional Put (``outcome = stale``); if that Put finds a record, the delivery is a duplicate.
 A delivery without a resource key is one conditional Put.
@@ -25,11 +26,22 @@ A delivery without a resource key is one conditional Put.
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime, timedelta
+import random
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from webhook_pipeline.adapters.dynamodb_items import (
+    FAILURE_NOTE_TTL,
+    WATERMARK,
+    delivery_item,
+    delivery_key,
+    failure_key,
+    resource_key,
+)
 from webhook_pipeline.errors import StoreBugError, TransientError
 from webhook_pipeline.process.model import (
     DeliveryRecord,
@@ -41,18 +53,13 @@ from webhook_pipeline.process.model import (
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
-DELIVERY_SK = "DELIVERY"
-RESOURCE_SK = "RESOURCE"
-FAILURE_SK = "FAILURE"
-# Failure notes live as long as a message can stay in the DLQ (its retention, 14 days).
-FAILURE_NOTE_TTL = timedelta(days=14)
-WATERMARK = "watermark"
-#: The time index of delivery records (template.yaml ``DeliveriesTable`` ``ByReceivedTime``).
-TIME_INDEX = "ByReceivedTime"
-TIME_INDEX_SHARDS = 8
-TIME_SHARD = "received_shard"
-TIME_KEY = "received_key"
+#: Attempts of one transaction cancelled by ``TransactionConflict`` alone, and the backoff base:
+#: attempt n (from 0) waits a uniform random time up to ``CONFLICT_BACKOFF_SECONDS * 2**n``
+#: (full jitter; at most 0.35 s in all with 4 attempts), well inside the processor's timeout.
+CONFLICT_ATTEMPTS = 4
+CONFLICT_BACKOFF_SECONDS = 0.05
 
 # Error codes that a later attempt may not hit again.
 _TRANSIENT_ERRORS = frozenset(
@@ -69,68 +76,6 @@ _TRANSIENT_ERRORS = frozenset(
 )
 
 
-def delivery_key(source: str, delivery_id: str) -> dict[str, dict[str, str]]:
-    """Primary key of the delivery record of (source, delivery id)."""
-    return {"pk": {"S": f"DELIVERY#{source}#{delivery_id}"}, "sk": {"S": DELIVERY_SK}}
-
-
-def failure_key(message_id: str) -> dict[str, dict[str, str]]:
-    """Primary key of the failure note of an SQS message id."""
-    return {"pk": {"S": f"FAILURE#{message_id}"}, "sk": {"S": FAILURE_SK}}
-
-
-def resource_key(source: str, key: str) -> dict[str, dict[str, str]]:
-    """Primary key of the resource item of (source, resource key)."""
-    return {"pk": {"S": f"RESOURCE#{source}#{key}"}, "sk": {"S": RESOURCE_SK}}
-
-
-def time_index_shard(source: str, delivery_id: str, received_at: datetime) -> str:
-    """The time index partition of a delivery: ``<YYYY-MM-DD>#<shard>`` (UTC day of receipt,
-    shard 0..7 from a hash of the delivery's identity)."""
-    digest = hashlib.sha256(f"{source}#{delivery_id}".encode()).digest()
-    day = received_at.astimezone(UTC).date().isoformat()
-    return f"{day}#{digest[0] % TIME_INDEX_SHARDS}"
-
-
-def time_index_key(source: str, delivery_id: str, received_at: datetime) -> str:
-    """The time index sort key: ``<received_at ISO-8601 UTC>#<source>#<delivery id>``."""
-    return f"{received_at.astimezone(UTC).isoformat()}#{source}#{delivery_id}"
-
-
-def delivery_item(
-    record: DeliveryRecord, outcome: Outcome, watermark: int | None = None
-) -> dict[str, Any]:
-    """The delivery record item (DynamoDB JSON) for ``outcome`` (``applied`` or ``stale``)."""
-    item: dict[str, Any] = {
-        **delivery_key(record.source, record.delivery_id),
-        "type": {"S": "delivery"},
-        "source": {"S": record.source},
-        "delivery_id": {"S": record.delivery_id},
-        "outcome": {"S": outcome.value},
-        "received_at": {"S": record.received_at.isoformat()},
-        "recorded_at": {"S": record.recorded_at.isoformat()},
-        "expires_at": {"N": str(record.expires_at)},
-        "body_size": {"N": str(record.body_size)},
-        "body_sha256": {"S": record.body_sha256},
-        "content_sha256": {"S": record.content_digest},
-        "message_id": {"S": record.message_id},
-        "replay_count": {"N": str(record.replay_count)},
-        TIME_SHARD: {"S": time_index_shard(record.source, record.delivery_id, record.received_at)},
-        TIME_KEY: {"S": time_index_key(record.source, record.delivery_id, record.received_at)},
-    }
-    if record.event_type is not None:
-        item["event_type"] = {"S": record.event_type}
-    if record.resource_key is not None:
-        item["resource_key"] = {"S": record.resource_key}
-    if record.sequence is not None:
-        item["sequence"] = {"N": str(record.sequence)}
-    if watermark is not None:
-        item["watermark_at_receipt"] = {"N": str(watermark)}
-    if outcome is Outcome.APPLIED and record.hook_pending:
-        item["hook_state"] = {"S": HookState.PENDING.value}
-    return item
-
-
 class DynamoDBDeliveryStore:
     """Delivery records and resource watermarks in one DynamoDB table.
 
@@ -142,9 +87,18 @@ class DynamoDBDeliveryStore:
         ``TABLE_NAME``; keys ``pk`` (S) and ``sk`` (S), TTL attribute ``expires_at``.
     """
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[float, float], float] = random.uniform,
+    ) -> None:
         self._client = client
         self._table = table_name
+        self._sleep = sleep
+        self._jitter = jitter
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -214,7 +168,8 @@ class DynamoDBDeliveryStore:
         except BotoCoreError as exc:
             raise TransientError(f"DynamoDB UpdateItem failed: {type(exc).__name__}") from exc
 
-    def _transact(self, delivery: DeliveryRecord) -> StoreResult:
+    def _transaction_items(self, delivery: DeliveryRecord) -> list[TransactWriteItemTypeDef]:
+        """The delivery Put ([0]) and the resource watermark Update ([1]) of one transaction."""
         assert delivery.resource_key is not None and delivery.sequence is not None
         resource_values: dict[str, Any] = {
             ":seq": {"N": str(delivery.sequence)},
@@ -235,39 +190,51 @@ class DynamoDBDeliveryStore:
             resource_values[":et"] = {"S": delivery.event_type}
         else:
             update += " REMOVE last_event_type"
-        try:
-            self._client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": delivery_item(delivery, Outcome.APPLIED),
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": resource_key(delivery.source, delivery.resource_key),
-                            "UpdateExpression": update,
-                            "ConditionExpression": "attribute_not_exists(#wm) OR #wm <= :seq",
-                            "ExpressionAttributeNames": names,
-                            "ExpressionAttributeValues": resource_values,
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        }
-                    },
-                ],
-                ClientRequestToken=delivery.attempt_token,
-            )
-        except ClientError as exc:
-            if _code(exc) != "TransactionCanceledException":
-                raise _classify(exc) from exc
-            return self._cancelled(delivery, exc)
-        except BotoCoreError as exc:
-            raise TransientError(
-                f"DynamoDB TransactWriteItems failed: {type(exc).__name__}"
-            ) from exc
+        return [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": delivery_item(delivery, Outcome.APPLIED),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": resource_key(delivery.source, delivery.resource_key),
+                    "UpdateExpression": update,
+                    "ConditionExpression": "attribute_not_exists(#wm) OR #wm <= :seq",
+                    "ExpressionAttributeNames": names,
+                    "ExpressionAttributeValues": resource_values,
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                }
+            },
+        ]
+
+    def _transact(self, delivery: DeliveryRecord) -> StoreResult:
+        """One transaction; a cancellation by ``TransactionConflict`` alone (another transaction
+        was writing the same resource item: a hot resource) is tried again here, after a
+        jittered backoff, up to :data:`CONFLICT_ATTEMPTS` times in all, rather than waiting a
+        visibility timeout for SQS to redeliver it. Each attempt carries its own request token;
+        the conditions keep any number of attempts at most one record."""
+        items = self._transaction_items(delivery)
+        for attempt in range(CONFLICT_ATTEMPTS):
+            token = delivery.attempt_token if attempt == 0 else _retry_token(delivery, attempt)
+            try:
+                self._client.transact_write_items(TransactItems=items, ClientRequestToken=token)
+            except ClientError as exc:
+                if _code(exc) != "TransactionCanceledException":
+                    raise _classify(exc) from exc
+                if _conflict_only(exc) and attempt + 1 < CONFLICT_ATTEMPTS:
+                    self._sleep(self._jitter(0, CONFLICT_BACKOFF_SECONDS * 2**attempt))
+                    continue
+                return self._cancelled(delivery, exc)
+            except BotoCoreError as exc:
+                raise TransientError(
+                    f"DynamoDB TransactWriteItems failed: {type(exc).__name__}"
+                ) from exc
+            break
         return StoreResult(
             Outcome.APPLIED, hook_state=HookState.PENDING if delivery.hook_pending else None
         )
@@ -397,3 +364,17 @@ def _classify(exc: ClientError) -> Exception:
     if code in _TRANSIENT_ERRORS or status >= 500:
         return TransientError(f"DynamoDB {exc.operation_name} failed: {code or status}")
     return StoreBugError(f"DynamoDB {exc.operation_name} rejected: {code or status}")
+
+
+def _conflict_only(exc: ClientError) -> bool:
+    """Whether a cancelled transaction failed on ``TransactionConflict`` and on nothing else."""
+    reasons = exc.response.get("CancellationReasons")
+    if not isinstance(reasons, list):
+        return False
+    codes = {str((r or {}).get("Code") or "None") for r in reasons}
+    return "TransactionConflict" in codes and codes <= {"TransactionConflict", "None"}
+
+
+def _retry_token(delivery: DeliveryRecord, attempt: int) -> str:
+    """The request token of in-place attempt ``attempt`` (36 characters, like the first)."""
+    return hashlib.sha256(f"{delivery.attempt_token}:{attempt}".encode()).hexdigest()[:36]
