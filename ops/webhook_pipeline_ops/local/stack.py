@@ -59,6 +59,7 @@ FAKE_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing",  # moto accepts any credentials
     "AWS_SESSION_TOKEN": "testing",
 }
+CONSOLE_PORT = 8380  # webhook_pipeline_ops.console.DEFAULT_PORT (not imported: no web deps here)
 DEFAULT_ROUTE = HttpRoute(method="POST", path="/webhooks/{source}")
 #: How a Lambda container started by ``sam local invoke`` reaches this machine (sam is run with
 #: ``--add-host host.docker.internal:host-gateway``, see samconfig.toml ``[local.*]``).
@@ -727,6 +728,9 @@ class LocalStack:
         assert self.stack is not None and self.redis is not None
         o = self.outputs
         main = self._main_queue()
+        workers = ", ".join(
+            f"{fn.spec.logical_id} x{fn.concurrency}" for fn in self.functions.values()
+        )
         lines = [
             "",
             "webhook pipeline: local stack is up",
@@ -742,6 +746,7 @@ class LocalStack:
             f"             {o.get('DeadLetterQueueUrl')}",
             f"  table      {o.get('DeliveriesTableName')}    bucket {o.get('PayloadBucketName')}",
             f"  alarms     {len(self.stack.alarms)} created",
+            f"  functions  {workers}  (worker processes, one interpreter each)",
         ]
         for poller in self.pollers:
             lines.append(
@@ -752,12 +757,16 @@ class LocalStack:
         files = "outputs.json, secrets.json, ready"
         if self.options.for_containers:
             files += f", {SAM_ENV_FILE}"
+        if self.invoke_gateway is not None:
+            lines.append(f"  invoke     {self._invoke_url()}  (Lambda Invoke API, loopback only)")
         lines += [
             f"  files      {self.dir}/ ({files})",
             "",
             "  try:   webhook-pipeline send --source stripe --count 5 --duplicates 0.2",
             "         webhook-pipeline deliveries get --local SOURCE DELIVERY_ID   (any operator "
             "command with --local)",
+            f"  console:  webhook-pipeline console --local   (another terminal; "
+            f"http://127.0.0.1:{CONSOLE_PORT}/, or `make console`)",
         ]
         if self.options.for_containers:
             lines += self._sam_banner()
