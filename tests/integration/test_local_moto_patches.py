@@ -25,10 +25,16 @@ def ddb(aws: None) -> Iterator[Any]:
     client = boto3.client("dynamodb", region_name=REGION)
     client.create_table(
         TableName=TABLE,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "S"}],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
         BillingMode="PAY_PER_REQUEST",
-    )  # fmt: skip
+    )
     with moto_patches.patched():
         yield client
 
@@ -128,7 +134,9 @@ def test_only_the_touched_items_are_copied(ddb: Any, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(copy, "deepcopy", spy)
     with pytest.raises(ClientError):
-        ddb.transact_write_items(TransactItems=[_update("k1", "y", "attribute_exists(pk)"), _put("k2", "z")])  # fmt: skip
+        ddb.transact_write_items(
+            TransactItems=[_update("k1", "y", "attribute_exists(pk)"), _put("k2", "z")]
+        )
     from moto.dynamodb.models.dynamo_type import Item
 
     assert Table not in copied
@@ -191,7 +199,9 @@ def test_size_counts_utf8_body_and_attributes_against_the_queue_limit(
     sqs, url = queue
     attributes = {"delivery_id": {"DataType": "String", "StringValue": "evt_1"}}
     overhead = len("delivery_id") + len("String") + len("evt_1")
-    sqs.send_message(QueueUrl=url, MessageBody="x" * (262144 - overhead), MessageAttributes=attributes)  # fmt: skip
+    sqs.send_message(
+        QueueUrl=url, MessageBody="x" * (262144 - overhead), MessageAttributes=attributes
+    )
     with pytest.raises(ClientError) as caught:
         sqs.send_message(
             QueueUrl=url, MessageBody="x" * (262144 - overhead + 1), MessageAttributes=attributes
