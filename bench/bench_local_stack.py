@@ -12,6 +12,9 @@ the stack acknowledges them, and reports:
   redis-server), sampled every second: peak and at the end;
 * the time until the processor has settled every message (main queue empty, nothing in flight).
 
+``--max-rss-gb`` (6) stops the run when the stack's memory passes it (the machine is shared):
+the figures then cover the deliveries answered so far and ``stopped`` says why.
+
 Figures are merged into bench/results/local_stack.json under ``--label`` (``before``: main's
 code, ``after``: this branch) and printed. Run ``--repo /path/to/main --label before`` to
 measure a checkout without changing it.
@@ -122,7 +125,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def run(repo: Path, count: int, concurrency: int, settle_timeout: float) -> dict[str, Any]:
+def run(
+    repo: Path, count: int, concurrency: int, settle_timeout: float, max_rss: float
+) -> dict[str, Any]:
     from webhook_pipeline_ops import simulator
     from webhook_pipeline_ops.samples import example_sources
 
@@ -137,12 +142,22 @@ def run(repo: Path, count: int, concurrency: int, settle_timeout: float) -> dict
         base_url = outputs["ApiUrl"]
         rss_samples: list[int] = []
         stop_sampling = threading.Event()
+        abort = threading.Event()
+        stopped: list[str] = []
 
         def sample() -> None:
             while not stop_sampling.is_set():
                 rss_samples.append(tree_rss_bytes(process.pid))
+                if rss_samples[-1] > max_rss and not abort.is_set():
+                    stopped.append(
+                        f"stack RSS passed {max_rss / 2**30:.1f} GB after "
+                        f"{len(done_at)} deliveries ({time.perf_counter() - started:.0f} s)"
+                    )
+                    abort.set()
                 stop_sampling.wait(1.0)
 
+        done_at: list[float] = []
+        started = time.perf_counter()
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         planned = simulator.plan(
@@ -152,12 +167,13 @@ def run(repo: Path, count: int, concurrency: int, settle_timeout: float) -> dict
             rng=random.Random(7),
             base_url=base_url,
         )
-        done_at: list[float] = []
         statuses: dict[str, int] = {}
         latencies: list[float] = []
         lock = threading.Lock()
 
         def job(p: Any) -> None:
+            if abort.is_set():
+                return
             result = simulator.deliver(
                 p, base_url=base_url, secret=secrets["stripe"], timeout=30.0, retries=0
             )
@@ -174,7 +190,7 @@ def run(repo: Path, count: int, concurrency: int, settle_timeout: float) -> dict
         elapsed = time.perf_counter() - started
         settle_started = time.perf_counter()
         settled = None
-        while time.perf_counter() - settle_started < settle_timeout:
+        while not abort.is_set() and time.perf_counter() - settle_started < settle_timeout:
             with contextlib.suppress(Exception):
                 if queue_settled(outputs):
                     settled = round(time.perf_counter() - settle_started, 1)
@@ -196,14 +212,19 @@ def run(repo: Path, count: int, concurrency: int, settle_timeout: float) -> dict
     def rate(times: list[float], origin: float) -> float:
         return round(len(times) / max(1e-9, times[-1] - origin), 1)
 
+    if window < 1:
+        raise SystemExit(f"no deliveries answered: {stopped}")
     first = rate(done_at[:window], started)
-    last = rate(done_at[-window:], done_at[-window - 1])
+    last = rate(done_at[-window:], done_at[-window - 1] if len(done_at) > window else started)
     return {
         "deliveries": count,
+        "answered": len(done_at),
+        "stopped": stopped[0] if stopped else None,
         "concurrency": concurrency,
         "window": window,
         "elapsed_seconds": round(elapsed, 1),
         "accepted_per_second_overall": round(statuses.get("202", 0) / elapsed, 1),
+        "rss_mb_samples_every_30_s": [round(r / 2**20) for r in rss_samples[::30]],
         "accepted_per_second_first_window": first,
         "accepted_per_second_last_window": last,
         "last_over_first": round(last / first, 2),
@@ -224,6 +245,7 @@ def main() -> int:
     parser.add_argument("--repo", type=Path, default=ROOT, help="checkout to run the stack from")
     parser.add_argument("--label", default="after", help="key in local_stack.json")
     parser.add_argument("--settle-timeout", type=float, default=300.0)
+    parser.add_argument("--max-rss-gb", type=float, default=6.0)
     args = parser.parse_args()
     repo = args.repo.resolve()
     commit = subprocess.run(
@@ -232,7 +254,7 @@ def main() -> int:
         text=True,
         check=False,
     ).stdout.strip()
-    figures = run(repo, args.count, args.concurrency, args.settle_timeout)
+    figures = run(repo, args.count, args.concurrency, args.settle_timeout, args.max_rss_gb * 2**30)
     figures.update(
         commit=commit,
         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

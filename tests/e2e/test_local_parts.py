@@ -271,7 +271,10 @@ def _status(raw: bytes) -> int:
 @pytest.mark.parametrize("length", ["-1", "abc", "1e3", " 5x"])
 def test_an_invalid_content_length_is_a_400(gateway: Any, length: str) -> None:
     gw, fn = gateway
-    raw = _raw(gw.port, f"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode())  # fmt: skip
+    raw = _raw(
+        gw.port,
+        f"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}".encode(),
+    )
     assert _status(raw) == 400
     assert fn.events == []
 
@@ -303,7 +306,9 @@ def test_the_webhook_port_does_not_serve_the_lambda_invoke_api() -> None:
     gw.start()
     try:
         event = json.dumps({"Records": [{"messageId": "m", "body": "{}"}]}).encode()
-        response = _request(gw.port, "POST", "/2015-03-31/functions/ProcessorFunction/invocations", event, [])  # fmt: skip
+        response = _request(
+            gw.port, "POST", "/2015-03-31/functions/ProcessorFunction/invocations", event, []
+        )
         assert response.status == 404
         assert fn.events == []
     finally:
@@ -318,7 +323,9 @@ def test_the_invoke_gateway_serves_invoke_and_no_webhook_route() -> None:
     )  # fmt: skip
     gw.start()
     try:
-        response = _request(gw.port, "POST", "/2015-03-31/functions/ReplayFunction/invocations", b"{}", [])  # fmt: skip
+        response = _request(
+            gw.port, "POST", "/2015-03-31/functions/ReplayFunction/invocations", b"{}", []
+        )
         assert response.status == 200 and json.loads(response.read()) == {"replayed": 0}
         assert _request(gw.port, "POST", "/webhooks/stripe", b"{}", []).status == 404
         assert len(fn.events) == 1
