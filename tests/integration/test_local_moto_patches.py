@@ -7,6 +7,7 @@ attribute characters, body characters and sizes that SQS refuses.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -228,3 +229,37 @@ def test_a_refused_batch_entry_fails_alone(queue: tuple[Any, str]) -> None:
     (failed,) = response["Failed"]
     assert failed["Id"] == "bad" and failed["Code"] == "InvalidParameterValue"
     assert failed["SenderFault"] is True
+
+
+def test_queue_attributes_are_unchanged_and_a_send_does_not_count_the_queue(
+    aws: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.sqs.models import Queue
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]
+    redrive = {"deadLetterTargetArn": dlq_arn["QueueArn"], "maxReceiveCount": "5"}
+    main = sqs.create_queue(QueueName="main", Attributes={"RedrivePolicy": json.dumps(redrive)})
+    fifo = sqs.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true"})
+    for i in range(30):
+        sqs.send_message(QueueUrl=main["QueueUrl"], MessageBody=f"m{i}")
+    sqs.receive_message(QueueUrl=main["QueueUrl"], MaxNumberOfMessages=10)
+    urls = (dlq, main["QueueUrl"], fifo["QueueUrl"])
+    before = [sqs.get_queue_attributes(QueueUrl=u, AttributeNames=["All"]) for u in urls]
+    with moto_patches.patched():
+        after = [sqs.get_queue_attributes(QueueUrl=u, AttributeNames=["All"]) for u in urls]
+        assert [a["Attributes"] for a in after] == [b["Attributes"] for b in before]
+        assert after[1]["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "10"
+        counted: list[str] = []
+        original = Queue.__dict__["approximate_number_of_messages"]
+
+        def spy(self: Any) -> int:
+            counted.append(self.name)
+            return int(original.fget(self))
+
+        monkeypatch.setattr(Queue, "approximate_number_of_messages", property(spy))
+        sqs.send_message(QueueUrl=main["QueueUrl"], MessageBody="one more")
+        assert counted == []  # the send read no count (moto's own property scans the queue)
+        attrs = sqs.get_queue_attributes(QueueUrl=main["QueueUrl"], AttributeNames=["All"])
+        assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "21" and counted == ["main"]

@@ -16,6 +16,11 @@
    (``InvalidMessageContents``) and messages whose size (the UTF-8 body plus every attribute's
    name, type and value) exceeds the queue's ``MaximumMessageSize`` (``InvalidParameterValue``;
    moto counts only the body's characters). In a batch an invalid entry fails alone, as in SQS.
+3. SQS ``Queue.attributes``: moto builds every queue attribute each time one is read, the three
+   ``ApproximateNumberOf...`` counts included (each a scan of every message in the queue), and
+   ``SendMessage`` reads one (``ContentBasedDeduplication``): each send cost time in proportion
+   to the queue's depth. The patched property computes an attribute only when it is read; the
+   attributes ``GetQueueAttributes`` returns are unchanged.
 
 :func:`apply` installs both (idempotent); :func:`patched` installs them for a ``with`` block and
 restores moto's own methods afterwards (for tests).
@@ -26,8 +31,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 _VALID_XML_CHARS = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -291,19 +297,57 @@ def send_message_batch(self: Any, queue_name: str, entries: dict[str, dict[str, 
     return messages, failed + list(more_failed)
 
 
+class LazyQueueAttributes(Mapping[str, Any]):
+    """moto's ``Queue.attributes`` document, each value computed when it is read."""
+
+    def __init__(self, queue: Any) -> None:
+        self._queue = queue
+        names = list(queue.BASE_ATTRIBUTES)
+        if queue.fifo_queue:
+            names += queue.FIFO_ATTRIBUTES
+        if queue.kms_master_key_id:
+            names += queue.KMS_ATTRIBUTES
+        self._names = list(dict.fromkeys(names))
+
+    def __getitem__(self, name: str) -> Any:
+        from moto.core.utils import camelcase_to_underscores
+
+        if name not in self._names:
+            raise KeyError(name)
+        if name == "RedrivePolicy" and self._queue.redrive_policy:
+            return json.dumps(self._queue.redrive_policy)
+        value = getattr(self._queue, camelcase_to_underscores(name))
+        return str(value).lower() if isinstance(value, bool) else value
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def _lazy_attributes(self: Any) -> LazyQueueAttributes:
+    return LazyQueueAttributes(self)
+
+
 # ------------------------------------------------------------------------------------------------
 
 
 def apply() -> None:
     """Install the patches into moto's backends (idempotent)."""
     from moto.dynamodb.models import DynamoDBBackend
-    from moto.sqs.models import SQSBackend
+    from moto.sqs.models import Queue, SQSBackend
 
     if _originals:
         return
     _originals["transact_write_items"] = DynamoDBBackend.transact_write_items
     _originals["send_message"] = SQSBackend.send_message
     _originals["send_message_batch"] = SQSBackend.send_message_batch
+    _originals["queue_attributes"] = Queue.__dict__["attributes"]
+    Queue.attributes = property(_lazy_attributes)  # type: ignore[assignment,method-assign]
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     SQSBackend.send_message = send_message  # type: ignore[method-assign]
     SQSBackend.send_message_batch = send_message_batch  # type: ignore[method-assign]
@@ -312,13 +356,14 @@ def apply() -> None:
 def restore() -> None:
     """Put moto's own methods back."""
     from moto.dynamodb.models import DynamoDBBackend
-    from moto.sqs.models import SQSBackend
+    from moto.sqs.models import Queue, SQSBackend
 
     if not _originals:
         return
     DynamoDBBackend.transact_write_items = _originals.pop("transact_write_items")  # type: ignore[method-assign]
     SQSBackend.send_message = _originals.pop("send_message")  # type: ignore[method-assign]
     SQSBackend.send_message_batch = _originals.pop("send_message_batch")  # type: ignore[method-assign]
+    Queue.attributes = _originals.pop("queue_attributes")  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
