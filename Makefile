@@ -17,11 +17,13 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP_LOCAL): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[local]'
+	@echo "installing the local stack's packages into $(VENV) (about a minute, once)"
+	$(PY) -m pip install --progress-bar on -e '.[local]'
 	touch $@
 
 $(STAMP_DEV): pyproject.toml tests/node/package-lock.json | $(PY)
-	$(PY) -m pip install -q -e '.[dev]'
+	@echo "installing the development packages into $(VENV) (a minute or two, once)"
+	$(PY) -m pip install --progress-bar on -e '.[dev]'
 	@# npm SDKs the provider tests cross-check against (Linear has no Python SDK); skipped
 	@# with a note where npm is missing, and the tests that need them say so.
 	@if command -v npm >/dev/null 2>&1; then npm ci --prefix tests/node --no-audit --no-fund --silent; \

@@ -96,3 +96,22 @@ def test_a_port_in_use_fails_before_redis_and_moto_start(tmp_path: Path) -> None
     assert "redis:" not in result.stderr and "moto server:" not in result.stderr
     assert time.monotonic() - started < 30
     assert not (tmp_path / "ready").exists()
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        (["PORT=3100"], "--port 3100"),
+        (["ARGS=--port 3101 --ingest-workers 2"], "--port 3101 --ingest-workers 2"),
+    ],
+)
+def test_make_run_takes_a_port(variables: list[str], expected: str) -> None:
+    import shutil
+
+    make = shutil.which("make")
+    assert make, "make is needed to check the documented `make run PORT=...`"
+    out = subprocess.run(  # what `make run` would run, without running it
+        [make, "-n", "run", *variables], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    (line,) = [x for x in out.splitlines() if "local run" in x]
+    assert line.split("local run", 1)[1].split() == expected.split()

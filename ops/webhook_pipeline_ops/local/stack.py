@@ -1,11 +1,14 @@
 """``webhook-pipeline local run``: start the whole pipeline on this machine.
 
-Start order: Redis (:mod:`.redis_runtime`), a moto server on 127.0.0.1, the resources of
+Start order (:meth:`LocalStack.start`, one small step each): the gateway's port is bound first
+(a port in use fails before anything starts), Redis (:mod:`.redis_runtime`), a moto server in
+its own process on 127.0.0.1 (:mod:`.moto_server`, with :mod:`.moto_patches`), the resources of
 ``template.yaml`` (:mod:`.provision`), the development secrets of the example sources, the
-functions (cold start with their template environment), the HTTP gateway and the SQS pollers.
-Then ``.local-stack/outputs.json``, ``secrets.json`` and ``ready`` are written. SIGINT/SIGTERM
-stop everything in the reverse order (threads joined, the redis-server this stack started
-terminated by its PID) and remove ``ready``.
+functions' worker processes (:mod:`.runtime`: one interpreter per execution environment, cold
+start with the template environment), the HTTP gateway and the SQS pollers. Then
+``.local-stack/outputs.json``, ``secrets.json`` and ``ready`` are written. SIGINT/SIGTERM stop
+everything in the reverse order (threads joined, the workers, the moto server and the
+redis-server this stack started terminated by their PIDs) and remove ``ready``.
 
 With ``--for-containers`` the moto server and the Redis the stack starts listen on 0.0.0.0, and
 ``sam-env.json`` is written: a ``sam local invoke --env-vars`` file with each function's resolved
