@@ -263,3 +263,48 @@ def test_queue_attributes_are_unchanged_and_a_send_does_not_count_the_queue(
         assert counted == []  # the send read no count (moto's own property scans the queue)
         attrs = sqs.get_queue_attributes(QueueUrl=main["QueueUrl"], AttributeNames=["All"])
         assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "21" and counted == ["main"]
+
+
+def _receive_and_delete_story(sqs: Any, name: str) -> dict[str, Any]:
+    """Sends, receives, deletes (twice, and an unknown handle); what SQS answered."""
+    url = sqs.create_queue(QueueName=name)["QueueUrl"]
+    for i in range(5):
+        sqs.send_message(QueueUrl=url, MessageBody=f"m{i}", DelaySeconds=60 if i == 4 else 0)
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2, VisibilityTimeout=30)
+    rest = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    handle = first["Messages"][0]["ReceiptHandle"]
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)  # again: accepted
+    with pytest.raises(ClientError) as caught:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle="not-a-handle")
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+             "ApproximateNumberOfMessagesDelayed"]  # fmt: skip
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return {
+        "first": sorted(m["Body"] for m in first["Messages"]),
+        "rest": sorted(m["Body"] for m in rest["Messages"]),
+        "error": caught.value.response["Error"]["Code"],
+        "attributes": attrs,
+    }
+
+
+def test_receive_and_delete_answer_as_moto_does(aws: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.sqs.models import Message, sqs_backends
+
+    sqs = boto3.client("sqs", region_name=REGION)
+    expected = _receive_and_delete_story(sqs, "plain")
+    assert expected["attributes"] == {
+        "ApproximateNumberOfMessages": "2",
+        "ApproximateNumberOfMessagesNotVisible": "1",
+        "ApproximateNumberOfMessagesDelayed": "1",
+    }
+    with moto_patches.patched():
+        assert _receive_and_delete_story(sqs, "patched") == expected
+        clock_reads: list[int] = []
+        original = Message.__dict__["visible"]
+        monkeypatch.setattr(
+            Message, "visible", property(lambda m: clock_reads.append(1) or original.fget(m))
+        )
+        queue = sqs_backends["123456789012"][REGION].get_queue("patched")
+        assert len(queue.messages) == 2  # the two visible ones, read without a clock per message
+        assert clock_reads == []

@@ -21,6 +21,10 @@
    ``SendMessage`` reads one (``ContentBasedDeduplication``): each send cost time in proportion
    to the queue's depth. The patched property computes an attribute only when it is read; the
    attributes ``GetQueueAttributes`` returns are unchanged.
+4. SQS ``Queue.messages`` (the visible messages, built at every receive) and
+   ``Queue.delete_message``: moto read the clock twice per message in the queue and walked the
+   queue twice per delete; the patched versions read the clock once per call and walk the queue
+   once (same results, same errors).
 
 :func:`apply` installs both (idempotent); :func:`patched` installs them for a ``with`` block and
 restores moto's own methods afterwards (for tests).
@@ -333,6 +337,38 @@ def _lazy_attributes(self: Any) -> LazyQueueAttributes:
     return LazyQueueAttributes(self)
 
 
+def _visible_messages(self: Any) -> list[Any]:
+    """moto's ``Queue.messages``: visible (``now > visible_at``), not delayed (``now >=
+    delayed_until``), with one clock reading."""
+    from moto.core.utils import unix_time_millis
+
+    now = unix_time_millis()
+    return [m for m in self._messages if now > m.visible_at and now >= m.delayed_until]
+
+
+def _delete_message(self: Any, receipt_handle: str) -> None:
+    """moto's ``Queue.delete_message`` in one walk of the queue."""
+    from moto.sqs.exceptions import ReceiptHandleIsInvalid
+
+    if receipt_handle in self.deleted_messages:
+        return  # already deleted: SQS accepts deleting it again
+    kept, removed = [], []
+    for message in self._messages:
+        if (
+            message.receipt_handle == receipt_handle
+            or receipt_handle in message._old_receipt_handles
+        ):
+            removed.append(message)
+        else:
+            kept.append(message)
+    if not removed:
+        raise ReceiptHandleIsInvalid()
+    for message in removed:
+        self.pending_messages.discard(message)
+        self.deleted_messages.update(message.all_receipt_handles)
+    self._messages = kept
+
+
 # ------------------------------------------------------------------------------------------------
 
 
@@ -347,7 +383,11 @@ def apply() -> None:
     _originals["send_message"] = SQSBackend.send_message
     _originals["send_message_batch"] = SQSBackend.send_message_batch
     _originals["queue_attributes"] = Queue.__dict__["attributes"]
+    _originals["queue_messages"] = Queue.__dict__["messages"]
+    _originals["queue_delete_message"] = Queue.delete_message
     Queue.attributes = property(_lazy_attributes)  # type: ignore[assignment,method-assign]
+    Queue.messages = property(_visible_messages)  # type: ignore[assignment,method-assign]
+    Queue.delete_message = _delete_message  # type: ignore[method-assign]
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     SQSBackend.send_message = send_message  # type: ignore[method-assign]
     SQSBackend.send_message_batch = send_message_batch  # type: ignore[method-assign]
@@ -364,6 +404,8 @@ def restore() -> None:
     SQSBackend.send_message = _originals.pop("send_message")  # type: ignore[method-assign]
     SQSBackend.send_message_batch = _originals.pop("send_message_batch")  # type: ignore[method-assign]
     Queue.attributes = _originals.pop("queue_attributes")  # type: ignore[method-assign]
+    Queue.messages = _originals.pop("queue_messages")  # type: ignore[method-assign]
+    Queue.delete_message = _originals.pop("queue_delete_message")  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
