@@ -115,3 +115,17 @@ def test_make_run_takes_a_port(variables: list[str], expected: str) -> None:
     ).stdout
     (line,) = [x for x in out.splitlines() if "local run" in x]
     assert line.split("local run", 1)[1].split() == expected.split()
+
+
+def test_binding_beyond_loopback_is_warned_about(tmp_path: Path) -> None:
+    with socket.socket() as taken:  # the port is taken: the stack stops right after the warning
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "webhook_pipeline_ops.cli", "local", "run",
+             "--state-dir", str(tmp_path), "--host", "0.0.0.0", "--port", str(port)],
+            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert "SECURITY: the gateway binds 0.0.0.0, beyond loopback" in result.stderr
