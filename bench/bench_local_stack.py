@@ -238,6 +238,38 @@ def run(
     }
 
 
+def sqs_send_by_depth(patched: bool, depths: tuple[int, ...]) -> dict[str, float]:
+    """ms per SendMessage (in-process moto, 2 KB body, one attribute) at each queue depth, with
+    or without the local stack's moto patches."""
+    import boto3
+    from moto import mock_aws
+    from webhook_pipeline_ops.local import moto_patches
+
+    figures: dict[str, float] = {}
+    with mock_aws(), moto_patches.patched() if patched else contextlib.nullcontext():
+        sqs = boto3.client(
+            "sqs",
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        attrs = {"delivery_id": {"DataType": "String", "StringValue": "evt_1"}}
+        depth = 0
+        for target in depths:
+            while depth < target:
+                batch = min(10, target - depth)
+                entries = [{"Id": str(i), "MessageBody": "x" * 2000} for i in range(batch)]
+                sqs.send_message_batch(QueueUrl=url, Entries=entries)
+                depth += batch
+            started = time.perf_counter()
+            for _ in range(50):
+                sqs.send_message(QueueUrl=url, MessageBody="x" * 2000, MessageAttributes=attrs)
+            depth += 50
+            figures[str(target)] = round((time.perf_counter() - started) / 50 * 1000, 2)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=2000)
@@ -246,7 +278,21 @@ def main() -> int:
     parser.add_argument("--label", default="after", help="key in local_stack.json")
     parser.add_argument("--settle-timeout", type=float, default=300.0)
     parser.add_argument("--max-rss-gb", type=float, default=6.0)
+    parser.add_argument(
+        "--sqs-send",
+        action="store_true",
+        help="only measure moto's SendMessage by queue depth, with and without the patches",
+    )
     args = parser.parse_args()
+    if args.sqs_send:
+        doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        doc["moto_send_message_ms_by_queue_depth"] = {
+            "moto": sqs_send_by_depth(False, (0, 500, 1500)),
+            "patched": sqs_send_by_depth(True, (0, 500, 1500, 10000)),
+        }
+        RESULTS.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        print(json.dumps(doc["moto_send_message_ms_by_queue_depth"], indent=2))
+        return 0
     repo = args.repo.resolve()
     commit = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"],
