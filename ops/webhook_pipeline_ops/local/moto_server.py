@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -128,6 +129,7 @@ def serve(host: str, port: int, report_fd: int) -> int:
     from webhook_pipeline_ops.local import moto_patches
 
     moto_patches.apply()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request in the log
     app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
     with os.fdopen(report_fd, "w") as report:
         try:
