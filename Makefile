@@ -37,8 +37,8 @@ $(STAMP_DEV): pyproject.toml tests/node/package-lock.json | $(PY)
 install: $(STAMP_LOCAL)  ## install what `make run` needs into .venv
 install-dev: $(STAMP_DEV)  ## install what `make test` needs into .venv
 
-run: $(STAMP_LOCAL)  ## start the whole pipeline locally (Redis, moto, ingest on :3000, processor poller)
-	$(VENV)/bin/webhook-pipeline local run
+run: $(STAMP_LOCAL)  ## start the whole pipeline locally (Redis, moto, ingest on :3000, processor poller); PORT=3100 or ARGS="--port 3100 ..."
+	$(VENV)/bin/webhook-pipeline local run $(if $(PORT),--port $(PORT)) $(ARGS)
 
 demo: $(STAMP_LOCAL)  ## run a short mixed scenario against the local stack (starts it if needed)
 	$(VENV)/bin/webhook-pipeline local demo

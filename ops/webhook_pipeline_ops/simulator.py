@@ -307,11 +307,28 @@ def signed_request(planned: Planned, secret: str, attempt: int, url: str = "") -
     signed = planned.source.provider.sign_request(
         planned.body,
         secret,
-        timestamp=int(time.time()),
+        timestamp=_fresh_timestamp(planned.source.name, planned.delivery_id),
         delivery_id=planned.delivery_id,
         url=url,
     )
     return SignedRequest(headers | signed.headers, signed.body, signed.url or url)
+
+
+_last_signed: dict[tuple[str, str], int] = {}
+_last_signed_lock = threading.Lock()
+
+
+def _fresh_timestamp(source: str, delivery_id: str) -> int:
+    """Now in Unix seconds, but later than any earlier signing of this delivery: each resend is
+    signed afresh as a provider signs it (a provider's one-time token, such as Mailgun's, derived
+    from the timestamp, is then new; a resend within the same second would otherwise reuse it
+    and be refused as ``replay_detected``)."""
+    now = int(time.time())
+    with _last_signed_lock:
+        previous = _last_signed.get((source, delivery_id))
+        stamp = now if previous is None or now > previous else previous + 1
+        _last_signed[(source, delivery_id)] = stamp
+    return stamp
 
 
 def no_answer_reason(exc: BaseException) -> str:

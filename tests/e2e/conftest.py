@@ -215,13 +215,12 @@ def running_local_stack(state: Path, *options: str) -> Iterator[LocalStack]:
 def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
     """``webhook-pipeline local run`` in a subprocess for the session; stopped by PID.
 
-    Its ``PublicBaseUrl`` is its own plain-HTTP address: the URL-signing providers (Twilio,
-    Square, HubSpot) sign the URL they call, which is ``http://`` here, as a deployment behind
-    a custom domain sets its ``https://`` one.
+    No ``PublicBaseUrl`` is passed: the stack defaults it to its own plain-HTTP address, which
+    is the URL the URL-signing providers (Twilio, Square, HubSpot) sign here, as a deployment
+    behind a custom domain sets its ``https://`` one.
     """
     port = free_port()
     options = ["--port", str(port), "--moto-port", str(free_port()),
-               "--visibility-timeout", "2", "--parameter", "MaxReceiveCount=2",
-               "--parameter", f"PublicBaseUrl=http://127.0.0.1:{port}"]  # fmt: skip
+               "--visibility-timeout", "2", "--parameter", "MaxReceiveCount=2"]  # fmt: skip
     with running_local_stack(tmp_path_factory.mktemp("local-stack"), *options) as stack:
         yield stack

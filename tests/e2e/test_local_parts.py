@@ -241,3 +241,108 @@ def test_poller_deletes_successes_and_leaves_reported_failures(aws: None) -> Non
     attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"  # m1 waits for its timeout
     assert attrs["ApproximateNumberOfMessages"] == "0"
+
+
+# ------------------------------------------------------------------------------------------------
+# the gateway is a webhook endpoint and nothing else; framing it cannot trust is a 400
+
+
+def _raw(port: int, data: bytes, timeout: float = 10.0) -> bytes:
+    """Send raw bytes; return everything the server sends until it closes (or ``timeout``)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        received = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                return received
+            if not chunk:
+                return received
+            received += chunk
+
+
+def _status(raw: bytes) -> int:
+    return int(raw.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("length", ["-1", "abc", "1e3", " 5x"])
+def test_an_invalid_content_length_is_a_400(gateway: Any, length: str) -> None:
+    gw, fn = gateway
+    head = f"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n"
+    raw = _raw(gw.port, head.encode() + b"{}")
+    assert _status(raw) == 400
+    assert fn.events == []
+
+
+@pytest.mark.parametrize("size", [b"zz", b"-1", b"", b"0x5", b"123456789"])
+def test_a_malformed_chunk_size_is_a_400(gateway: Any, size: bytes) -> None:
+    gw, fn = gateway
+    head = b"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    raw = _raw(gw.port, head + size + b"\r\n{}\r\n0\r\n\r\n")
+    assert _status(raw) == 400
+    assert fn.events == []
+
+
+def test_a_well_formed_chunked_body_is_passed_whole(gateway: Any) -> None:
+    gw, fn = gateway
+    head = b"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+    body = b'3\r\n{"a\r\n4;ext=1\r\n": 1\r\n1\r\n}\r\n0\r\n\r\n'
+    raw = _raw(gw.port, head + b"Connection: close\r\n\r\n" + body)
+    assert _status(raw) == 202
+    assert fn.events[0]["body"] == '{"a": 1}'
+
+
+def test_the_webhook_port_does_not_serve_the_lambda_invoke_api() -> None:
+    fn = RecordingFunction({"ok": True})
+    gw = Gateway(
+        "127.0.0.1", 0, [Route(HttpRoute("POST", "/webhooks/{source}"), fn)],  # type: ignore[arg-type]
+        {"ProcessorFunction": fn},  # type: ignore[dict-item]
+    )  # fmt: skip
+    gw.start()
+    try:
+        event = json.dumps({"Records": [{"messageId": "m", "body": "{}"}]}).encode()
+        response = _request(
+            gw.port, "POST", "/2015-03-31/functions/ProcessorFunction/invocations", event, []
+        )
+        assert response.status == 404
+        assert fn.events == []
+    finally:
+        gw.stop()
+
+
+def test_the_invoke_gateway_serves_invoke_and_no_webhook_route() -> None:
+    fn = RecordingFunction({"replayed": 0})
+    gw = Gateway(
+        "127.0.0.1", 0, [Route(HttpRoute("POST", "/webhooks/{source}"), fn)],  # type: ignore[arg-type]
+        {"ReplayFunction": fn}, serve_invoke=True,  # type: ignore[dict-item]
+    )  # fmt: skip
+    gw.start()
+    try:
+        response = _request(
+            gw.port, "POST", "/2015-03-31/functions/ReplayFunction/invocations", b"{}", []
+        )
+        assert response.status == 200 and json.loads(response.read()) == {"replayed": 0}
+        assert _request(gw.port, "POST", "/webhooks/stripe", b"{}", []).status == 404
+        assert len(fn.events) == 1
+    finally:
+        gw.stop()
+
+
+def test_slow_headers_and_idle_connections_are_closed(
+    gateway: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from webhook_pipeline_ops.local import http_gateway
+
+    gw, fn = gateway
+    monkeypatch.setattr(http_gateway, "HEADER_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(http_gateway, "IDLE_TIMEOUT_SECONDS", 0.5)
+    started = time.monotonic()
+    assert _raw(gw.port, b"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\n", timeout=10) == b""
+    assert _raw(gw.port, b"", timeout=10) == b""  # connected, never sent a byte
+    assert time.monotonic() - started < 8  # closed by the gateway, not by our 10 s timeouts
+    assert fn.events == []

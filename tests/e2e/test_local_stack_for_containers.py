@@ -216,3 +216,21 @@ def test_container_value(value: str, expected: str) -> None:
     from webhook_pipeline_ops.local.stack import container_value
 
     assert container_value(value) == expected
+
+
+def test_the_invoke_api_is_served_on_its_own_loopback_port_only(
+    container_stack: ContainerStack,
+) -> None:
+    import requests
+
+    invoke = container_stack.ready["lambda_endpoint_url"]
+    assert urlsplit(invoke).hostname == "127.0.0.1"
+    assert urlsplit(invoke).port != urlsplit(container_stack.stack.api_url).port
+    assert container_stack.stack.outputs["LambdaEndpointUrl"] == invoke
+    path = "/2015-03-31/functions/ReplayFunction/invocations"
+    report = requests.post(invoke + path, json={"dry_run": True}, timeout=30)
+    assert report.status_code == 200 and report.json()["dry_run"] is True
+    assert (
+        requests.post(container_stack.stack.api_url + path, json={}, timeout=10).status_code == 404
+    )
+    assert requests.post(invoke + "/webhooks/stripe", data=b"{}", timeout=10).status_code == 404

@@ -80,3 +80,17 @@ def test_the_shared_provider_tests_run_for_it(throwaway) -> None:
     assert result.returncode == 0, result.stdout[-3000:]
     passed = int(result.stdout.strip().splitlines()[-1].split(" passed")[0].split()[-1])
     assert passed >= 15, result.stdout[-2000:]
+
+
+def test_the_simulator_signs_each_resend_afresh_even_within_one_second() -> None:
+    # A duplicate sent in the same second as its original must not reuse Mailgun's one-time
+    # token (the ingest refuses a reused token as replay_detected).
+    import random
+
+    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator import signed_request
+
+    (planned,) = plan([example_sources()["mailgun"]], count=1, rng=random.Random(3))
+    first, again = (signed_request(planned, "key-1", attempt) for attempt in (0, 1))
+    tokens = [json.loads(r.body)["signature"]["token"] for r in (first, again)]
+    assert tokens[0] != tokens[1]

@@ -98,6 +98,9 @@ def background_argv(args: argparse.Namespace) -> list[str]:
         argv.append("--random-secrets")
     if getattr(args, "for_containers", False):
         argv.append("--for-containers")
+    for flag, name in (("--invoke-port", "invoke_port"), ("--ingest-workers", "ingest_workers")):
+        if getattr(args, name, None) is not None:
+            argv += [flag, str(getattr(args, name))]
     if getattr(args, "verbose", False):
         argv.append("--verbose")
     return argv

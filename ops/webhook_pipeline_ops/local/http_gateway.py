@@ -8,14 +8,23 @@ UTF-8 text), header names lower-cased and repeated headers joined with ``","``, 
 ``{statusCode, headers, body}`` answer is mapped back to HTTP as API Gateway does (a result
 without ``statusCode`` is sent as a JSON 200; a handler exception is a 500).
 
-Besides the routes: ``GET /health`` (readiness) and a minimal Lambda ``Invoke`` endpoint
-(``POST /2015-03-31/functions/{name}/invocations``) so that boto3's ``lambda.invoke`` with
-``AWS_ENDPOINT_URL_LAMBDA`` pointing here reaches the in-process functions (the replay function).
+Besides the routes: ``GET /health`` (readiness). The webhook gateway serves nothing else: the
+minimal Lambda ``Invoke`` endpoint (``POST /2015-03-31/functions/{name}/invocations``, so that
+boto3's ``lambda.invoke`` with ``AWS_ENDPOINT_URL_LAMBDA`` pointing at it reaches the local
+functions) is a separate gateway (``serve_invoke=True``) the stack starts only with
+``--for-containers``, on its own loopback port; it serves no webhook route.
+
+Requests a real front door refuses are refused here: a ``Content-Length`` that is not a
+non-negative integer, a malformed chunk size or a chunked body without its final chunk is a
+400; a request whose headers do not arrive within :data:`HEADER_TIMEOUT_SECONDS` or a kept-alive
+connection idle for :data:`IDLE_TIMEOUT_SECONDS` is closed; a body slower than
+:data:`BODY_TIMEOUT_SECONDS` between reads is a 408.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 import re
@@ -26,7 +35,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from webhook_pipeline_ops.local.provision import HttpRoute
@@ -40,7 +49,25 @@ _TEXT_TYPES = re.compile(
     r"|graphql))",
     re.IGNORECASE,
 )
+_CHUNK_SIZE = re.compile(rb"^[0-9A-Fa-f]{1,8}$")
+_CONTENT_LENGTH = re.compile(r"^[0-9]{1,12}$")
+#: Seconds for a request's line and headers to arrive, and between two reads of its body.
+HEADER_TIMEOUT_SECONDS = 10.0
+BODY_TIMEOUT_SECONDS = 10.0
+#: Seconds a kept-alive connection may stay idle before the gateway closes it.
+IDLE_TIMEOUT_SECONDS = 30.0
+_LOOPBACK = ("127.", "::1", "localhost", "[::1]")
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
+
+
+class BadRequest(Exception):
+    """The request cannot be framed (bad Content-Length, malformed chunk)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps a server on this machine (``127.x``, ``::1``,
+    ``localhost``)."""
+    return host.startswith(_LOOPBACK) or host == "localhost"
 
 
 def _route_regex(path: str) -> re.Pattern[str]:
@@ -198,10 +225,12 @@ class Gateway:
         routes: list[Route],
         functions: Mapping[str, LocalFunction],
         on_request: Callable[[str, str, int, float], None] | None = None,
+        serve_invoke: bool = False,
     ) -> None:
         self.routes = routes
         self.functions = dict(functions)  # by physical and logical name, for Invoke
         self.on_request = on_request
+        self.serve_invoke = serve_invoke
         self.server = _Server((host, port), self._handler_class())
         self._thread: threading.Thread | None = None
 
@@ -216,7 +245,8 @@ class Gateway:
         self._thread.start()
 
     def stop(self) -> None:
-        self.server.shutdown()
+        if self._thread is not None:
+            self.server.shutdown()  # waits for serve_forever: only once it runs
         self.server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -228,29 +258,78 @@ class Gateway:
             protocol_version = "HTTP/1.1"
             server_version = "webhook-pipeline-local"
 
+            timeout = IDLE_TIMEOUT_SECONDS  # socket timeout while waiting for a request
+
             def log_message(self, format: str, *args: Any) -> None:
                 log.debug("%s - %s", self.address_string(), format % args)
 
+            def handle_one_request(self) -> None:
+                # Idle wait for the first byte, then the header deadline for line and headers.
+                self.connection.settimeout(IDLE_TIMEOUT_SECONDS)
+                try:
+                    # rfile is buffered (StreamRequestHandler.rbufsize = -1): it can peek
+                    first = cast(io.BufferedReader, self.rfile).peek(1)[:1]
+                except TimeoutError:
+                    self.close_connection = True
+                    return
+                if not first:
+                    self.close_connection = True
+                    return
+                self.connection.settimeout(HEADER_TIMEOUT_SECONDS)
+                try:
+                    super().handle_one_request()
+                except TimeoutError:
+                    self.close_connection = True
+
+            def _read_exact(self, size: int) -> bytes:
+                data = self.rfile.read(size)
+                if len(data) != size:
+                    raise BadRequest("the body ended before its announced size")
+                return data
+
             def _read_body(self) -> bytes | None:
-                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                self.connection.settimeout(BODY_TIMEOUT_SECONDS)
+                encoding = (self.headers.get("Transfer-Encoding") or "").strip().lower()
+                if encoding and encoding != "chunked":
+                    raise BadRequest(f"unsupported Transfer-Encoding {encoding!r}")
+                if encoding == "chunked":
+                    if self.headers.get("Content-Length") is not None:
+                        raise BadRequest("both Content-Length and Transfer-Encoding")
                     chunks = []
                     total = 0
                     while True:
-                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        line = self.rfile.readline(1024)
+                        if not line.endswith(b"\n"):
+                            raise BadRequest("truncated chunk size line")
+                        field = line.split(b";")[0].strip()
+                        if not _CHUNK_SIZE.match(field):
+                            raise BadRequest(f"malformed chunk size {field[:20]!r}")
+                        size = int(field, 16)
                         if size == 0:
-                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                                pass
+                            while True:
+                                trailer = self.rfile.readline(8192)
+                                if trailer in (b"\r\n", b"\n"):
+                                    break
+                                if not trailer.endswith(b"\n"):
+                                    raise BadRequest("truncated chunked trailer")
                             break
                         total += size
                         if total > MAX_PAYLOAD_BYTES:
                             return None
-                        chunks.append(self.rfile.read(size))
-                        self.rfile.readline()
+                        chunks.append(self._read_exact(size))
+                        if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                            raise BadRequest("a chunk is not followed by CRLF")
                     return b"".join(chunks)
-                length = int(self.headers.get("Content-Length") or 0)
+                values = self.headers.get_all("Content-Length") or []
+                if len(set(values)) > 1:
+                    raise BadRequest("conflicting Content-Length headers")
+                raw = values[0].strip() if values else "0"
+                if not _CONTENT_LENGTH.match(raw):
+                    raise BadRequest(f"invalid Content-Length {raw[:20]!r}")
+                length = int(raw)
                 if length > MAX_PAYLOAD_BYTES:
                     return None
-                return self.rfile.read(length) if length else b""
+                return self._read_exact(length) if length else b""
 
             def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
                 self.send_response(status)
@@ -285,14 +364,26 @@ class Gateway:
                 if path == "/health" and self.command in ("GET", "HEAD"):
                     self._json(200, {"status": "ok"})
                     return 200
-                body = self._read_body()
+                try:
+                    body = self._read_body()
+                except BadRequest as exc:
+                    self.close_connection = True
+                    self._json(400, {"message": f"Bad Request: {exc}"})
+                    return 400
+                except TimeoutError:
+                    self.close_connection = True
+                    self._json(408, {"message": "Request Timeout"})
+                    return 408
                 if body is None:
                     self.close_connection = True
                     self._json(413, {"message": "Request Entity Too Large"})
                     return 413
-                invoke = _INVOKE_PATH.match(path)
-                if invoke and self.command == "POST":
-                    return self._invoke(unquote(invoke.group("name")), body)
+                if gateway.serve_invoke:
+                    invoke = _INVOKE_PATH.match(path)
+                    if invoke and self.command == "POST":
+                        return self._invoke(unquote(invoke.group("name")), body)
+                    self._json(404, {"message": "Not Found"})
+                    return 404
                 for route in gateway.routes:
                     params = route.match(self.command, path)
                     if params is None:
@@ -309,9 +400,11 @@ class Gateway:
                     )
                     try:
                         result = route.function.invoke(event)
-                    except Exception:
+                    except Exception as exc:
                         log.error(
-                            "%s raised:\n%s", route.function.spec.logical_id, traceback.format_exc()
+                            "%s raised:\n%s",
+                            route.function.spec.logical_id,
+                            getattr(exc, "trace", "") or traceback.format_exc(),
                         )
                         self._json(500, {"message": "Internal Server Error"})
                         return 500
@@ -336,11 +429,12 @@ class Gateway:
                     payload = json.loads(body) if body else {}
                     result = fn.invoke(payload)
                 except Exception as exc:
-                    log.error("%s raised:\n%s", fn.spec.logical_id, traceback.format_exc())
+                    trace = getattr(exc, "trace", "") or traceback.format_exc()
+                    log.error("%s raised:\n%s", fn.spec.logical_id, trace)
                     doc = {
-                        "errorMessage": str(exc),
-                        "errorType": type(exc).__name__,
-                        "stackTrace": traceback.format_exc().splitlines(),
+                        "errorMessage": getattr(exc, "message", str(exc)),
+                        "errorType": getattr(exc, "error_type", type(exc).__name__),
+                        "stackTrace": trace.splitlines(),
                     }
                     self._send(
                         200,

@@ -1,28 +1,37 @@
-"""The moto server of the local stack: ``ThreadedMotoServer`` with DynamoDB calls serialized.
+"""The moto server of the local stack, in its own process, with the local stack's moto patches.
 
-moto's DynamoDB backend is not safe under concurrent requests: ``TransactWriteItems`` deep-copies
-a table while another request thread changes it and fails with ``RuntimeError: dictionary changed
-size during iteration`` (an HTTP 500 the processor must then retry). The processor writes from a
-thread pool, so the local stack serializes DynamoDB requests (the ``X-Amz-Target: DynamoDB_...``
-JSON API) behind one lock. Other services keep their threads; SQS long polls must not block the
-rest of the server.
+``python -m webhook_pipeline_ops.local.moto_server HOST PORT FD`` applies
+:mod:`.moto_patches` (only here: no other process sees them), binds ``HOST:PORT`` (0 = a free
+port), writes ``{"port": N}`` (or ``{"error": "..."}``) as one line to file descriptor ``FD`` and
+serves until SIGTERM. Its own process keeps moto's CPU time apart from the gateway, the pollers
+and the functions (no shared interpreter lock).
+
+moto's DynamoDB backend is not safe under concurrent requests (a request thread changing a table
+while another iterates it fails with ``RuntimeError: dictionary changed size during
+iteration``, an HTTP 500 the processor must then retry), so DynamoDB requests (the
+``X-Amz-Target: DynamoDB_...`` JSON API) are served one at a time. Other services keep their
+threads; SQS long polls must not block the rest of the server.
+
+:class:`MotoProcess` starts and stops it from the stack.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    create_backend_app,
-)
-from werkzeug.serving import make_server
-
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+_OPS_DIR = Path(__file__).resolve().parents[2]
 
 
 class SerializeDynamoDB:
@@ -41,29 +50,113 @@ class SerializeDynamoDB:
             return list(self.app(environ, start_response))
 
 
-class LocalMotoServer(ThreadedMotoServer):
-    """A threaded moto server on ``ip_address:port`` (0 = a free port).
+class MotoProcess:
+    """The moto server process: :meth:`start` (raises ``OSError`` when the port cannot be bound),
+    :meth:`get_host_and_port`, :meth:`stop` (SIGTERM to its PID, then SIGKILL)."""
 
-    Unlike its base class, :meth:`start` raises ``OSError`` when the port cannot be bound instead
-    of waiting forever.
-    """
+    def __init__(self, ip_address: str = "127.0.0.1", port: int = 0) -> None:
+        self.ip_address = ip_address
+        self.requested_port = port
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
 
-    _error: OSError | None = None
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
 
-    def _server_entry(self) -> None:
-        app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
+    def start(self, timeout: float = 60.0) -> None:
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(_OPS_DIR), os.environ.get("PYTHONPATH", "")) if p
+        )
         try:
-            self._server = make_server(
-                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [
+                    sys.executable,
+                    "-m",
+                    "webhook_pipeline_ops.local.moto_server",
+                    self.ip_address,
+                    str(self.requested_port),
+                    str(write_fd),
+                ],
+                pass_fds=(write_fd,),
+                stdin=subprocess.DEVNULL,
+                env=env,
             )
-        except OSError as exc:
-            self._error = exc
-            self._server_ready_event.set()
-            return
-        self._server_ready_event.set()
-        self._server.serve_forever()
+        finally:
+            os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as pipe:
+            line = _read_line(pipe, timeout)
+        doc = json.loads(line) if line else {"error": "the moto server exited before listening"}
+        if "error" in doc:
+            self.stop()
+            raise OSError(doc["error"])
+        self.port = int(doc["port"])
 
-    def start(self) -> None:
-        super().start()
-        if self._error is not None:
-            raise self._error
+    def get_host_and_port(self) -> tuple[str, int]:
+        return self.ip_address, self.port
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _read_line(pipe: Any, timeout: float) -> bytes:
+    result: list[bytes] = []
+    reader = threading.Thread(target=lambda: result.append(pipe.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return result[0].strip() if result else b""
+
+
+def serve(host: str, port: int, report_fd: int) -> int:
+    """Apply the patches, bind, report the port on ``report_fd``, serve until SIGTERM."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    from webhook_pipeline_ops.local import moto_patches
+
+    moto_patches.apply()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request in the log
+    app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
+    with os.fdopen(report_fd, "w") as report:
+        try:
+            server = make_server(host, port, app, True, request_handler=MotoRequestHandler)
+        except OSError as exc:
+            report.write(json.dumps({"error": str(exc)}) + "\n")
+            return 1
+        report.write(json.dumps({"port": server.server_port}) + "\n")
+
+    def on_term(_signum: int, _frame: Any) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, on_term)
+    parent = os.getppid()
+
+    def orphaned() -> None:  # the stack was killed: do not outlive it
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        server.shutdown()
+
+    threading.Thread(target=orphaned, daemon=True).start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the stack stops it (Ctrl-C reaches the group)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))

@@ -140,14 +140,14 @@ class SqsPoller:
         self.stats["records"] += len(records)
         try:
             result = self.function.invoke({"Records": records})
-        except Exception:
+        except Exception as exc:
             self.stats["errors"] += 1
             self.stats["failed"] += len(records)
             log.error(
                 "%s raised; the batch of %d stays on the queue:\n%s",
                 self.function.spec.logical_id,
                 len(records),
-                traceback.format_exc(),
+                getattr(exc, "trace", "") or traceback.format_exc(),
             )
             return
         failed: set[str] = set()

@@ -1,11 +1,14 @@
 """``webhook-pipeline local run``: start the whole pipeline on this machine.
 
-Start order: Redis (:mod:`.redis_runtime`), a moto server on 127.0.0.1, the resources of
+Start order (:meth:`LocalStack.start`, one small step each): the gateway's port is bound first
+(a port in use fails before anything starts), Redis (:mod:`.redis_runtime`), a moto server in
+its own process on 127.0.0.1 (:mod:`.moto_server`, with :mod:`.moto_patches`), the resources of
 ``template.yaml`` (:mod:`.provision`), the development secrets of the example sources, the
-functions (cold start with their template environment), the HTTP gateway and the SQS pollers.
-Then ``.local-stack/outputs.json``, ``secrets.json`` and ``ready`` are written. SIGINT/SIGTERM
-stop everything in the reverse order (threads joined, the redis-server this stack started
-terminated by its PID) and remove ``ready``.
+functions' worker processes (:mod:`.runtime`: one interpreter per execution environment, cold
+start with the template environment), the HTTP gateway and the SQS pollers. Then
+``.local-stack/outputs.json``, ``secrets.json`` and ``ready`` are written. SIGINT/SIGTERM stop
+everything in the reverse order (threads joined, the workers, the moto server and the
+redis-server this stack started terminated by their PIDs) and remove ``ready``.
 
 With ``--for-containers`` the moto server and the Redis the stack starts listen on 0.0.0.0, and
 ``sam-env.json`` is written: a ``sam local invoke --env-vars`` file with each function's resolved
@@ -44,7 +47,8 @@ from webhook_pipeline_ops.local import (
     project_root,
     state_dir,
 )
-from webhook_pipeline_ops.local.http_gateway import Gateway, Route
+from webhook_pipeline_ops.local.http_gateway import Gateway, Route, is_loopback
+from webhook_pipeline_ops.local.moto_server import MotoProcess
 from webhook_pipeline_ops.local.poller import SqsPoller
 from webhook_pipeline_ops.local.provision import HttpRoute, Stack, provision
 from webhook_pipeline_ops.local.redis_runtime import RedisRuntime, start_redis
@@ -61,6 +65,7 @@ FAKE_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing",  # moto accepts any credentials
     "AWS_SESSION_TOKEN": "testing",
 }
+CONSOLE_PORT = 8380  # webhook_pipeline_ops.console.DEFAULT_PORT (not imported: no web deps here)
 DEFAULT_ROUTE = HttpRoute(method="POST", path="/webhooks/{source}")
 #: How a Lambda container started by ``sam local invoke`` reaches this machine (sam is run with
 #: ``--add-host host.docker.internal:host-gateway``, see samconfig.toml ``[local.*]``).
@@ -100,6 +105,8 @@ class Options:
     region: str = REGION
     random_secrets: bool = False
     for_containers: bool = False
+    ingest_workers: int = 4
+    invoke_port: int = 0
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Options:
@@ -125,12 +132,19 @@ class Options:
             region=args.region,
             random_secrets=args.random_secrets,
             for_containers=getattr(args, "for_containers", False),
+            ingest_workers=getattr(args, "ingest_workers", 4),
+            invoke_port=getattr(args, "invoke_port", 0),
         )
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``local run`` (also accepted by ``local demo``)."""
-    parser.add_argument("--host", default="127.0.0.1", help="gateway bind address (127.0.0.1)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="gateway bind address (127.0.0.1; anything else exposes the webhooks and is warned "
+        "about)",
+    )
     parser.add_argument(
         "--port",
         type=int,
@@ -190,7 +204,21 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         "STATE_DIR/sam-env.json is written for `sam local invoke --env-vars`. SECURITY: 0.0.0.0 "
         "exposes the emulators (no authentication) to the machine's network; use it only for "
         "local development on a trusted network. A --redis-url Redis is used as is and must "
-        "itself be reachable from the containers",
+        "itself be reachable from the containers. Also serves the Lambda Invoke API "
+        "(POST /2015-03-31/functions/NAME/invocations) on its own 127.0.0.1 port "
+        "(--invoke-port; ready/outputs name it LambdaEndpointUrl), never on the webhook port",
+    )
+    parser.add_argument(
+        "--invoke-port",
+        type=int,
+        default=0,
+        help="loopback port of the Lambda Invoke API with --for-containers (default: a free port)",
+    )
+    parser.add_argument(
+        "--ingest-workers",
+        type=int,
+        default=4,
+        help="worker processes of the ingest function (its concurrent executions; 4)",
     )
 
 
@@ -305,7 +333,14 @@ def _write_json(path: Path, doc: Mapping[str, Any], mode: int = 0o644) -> None:
 
 
 class LocalStack:
-    """The running local stack (use :meth:`start`, then :meth:`stop`)."""
+    """The running local stack (use :meth:`start`, then :meth:`stop`).
+
+    :meth:`start` runs small named steps in order: claim the state folder, bind the gateway's
+    port (a port conflict fails before anything starts), start Redis, start the moto server,
+    provision the template's resources, seed the secrets, start the functions' worker processes,
+    start the gateway (and the Invoke endpoint with ``--for-containers``), start the pollers,
+    write the readiness files. :meth:`stop` undoes them in reverse order.
+    """
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -313,11 +348,14 @@ class LocalStack:
         self.root = project_root()
         self.template = options.template or self.root / "template.yaml"
         self.redis: RedisRuntime | None = None
-        self.moto: Any = None
+        self.moto: MotoProcess | None = None
         self.gateway: Gateway | None = None
+        self.invoke_gateway: Gateway | None = None
         self.pollers: list[SqsPoller] = []
         self.functions: dict[str, LocalFunction] = {}
         self.stack: Stack | None = None
+        self.clients: _Clients | None = None
+        self.endpoint = ""
         self.outputs: dict[str, Any] = {}
         self.requests = {"total": 0}
 
@@ -331,7 +369,25 @@ class LocalStack:
             raise
 
     def _start(self) -> None:
-        opts = self.options
+        self._claim_state_dir()
+        self._bind_gateway()
+        self._use_fake_aws_environment()
+        self._start_redis()
+        self._start_moto()
+        self._provision()
+        self._prepare_functions()
+        self._seed_secrets()
+        self._start_functions()
+        self._start_gateway()
+        self._start_pollers()
+        self._write_ready()
+
+    @property
+    def _bind(self) -> str:
+        """Where the emulators listen: loopback, or every interface with --for-containers."""
+        return ALL_INTERFACES if self.options.for_containers else "127.0.0.1"
+
+    def _claim_state_dir(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         running = read_ready(self.dir)
         if running and running.get("pid") != os.getpid():
@@ -345,15 +401,44 @@ class LocalStack:
                 (self.dir / name).unlink()
         if not self.template.is_file():
             raise StackError(f"template not found: {self.template}")
-        # Never reach a real AWS account: fake credentials, every client at the moto server.
+
+    def _bind_gateway(self) -> None:
+        """Bind the webhook port first: a port in use fails before Redis and moto start."""
+        opts = self.options
+        if not is_loopback(opts.host):
+            log.warning(
+                "SECURITY: the gateway binds %s, beyond loopback: anyone who can reach this "
+                "machine can post webhooks to the local stack (dev secrets, no authentication)",
+                opts.host,
+            )
+        try:
+            self.gateway = Gateway(opts.host, opts.port, [], {}, on_request=self._count_request)
+        except OSError as exc:
+            raise StackError(
+                f"cannot listen on {opts.host}:{opts.port}: {exc} (choose another with "
+                "--port, or `make run PORT=...`)"
+            ) from exc
+
+    @property
+    def gateway_url(self) -> str:
+        assert self.gateway is not None
+        host = self.options.host
+        host = "127.0.0.1" if host in (ALL_INTERFACES, "") else host
+        return f"http://{host}:{self.gateway.port}"
+
+    def _use_fake_aws_environment(self) -> None:
+        """Never reach a real AWS account: fake credentials, every client at the moto server."""
         os.environ.pop("AWS_PROFILE", None)
         os.environ.update(FAKE_CREDENTIALS)
         os.environ.update(
-            AWS_REGION=opts.region, AWS_DEFAULT_REGION=opts.region, POWERTOOLS_TRACE_DISABLED="true"
+            AWS_REGION=self.options.region,
+            AWS_DEFAULT_REGION=self.options.region,
+            POWERTOOLS_TRACE_DISABLED="true",
         )
 
-        bind = ALL_INTERFACES if opts.for_containers else "127.0.0.1"
-        self.redis = start_redis(opts.redis_url, opts.redis_mode, bind=bind)  # type: ignore[arg-type]
+    def _start_redis(self) -> None:
+        opts = self.options
+        self.redis = start_redis(opts.redis_url, opts.redis_mode, bind=self._bind)  # type: ignore[arg-type]
         log.info("redis: %s (%s)", self.redis.url, self.redis.kind)
         if opts.for_containers and self.redis.kind == "external":
             log.warning(
@@ -363,45 +448,56 @@ class LocalStack:
                 self.redis.url,
             )
 
-        from webhook_pipeline_ops.local.moto_server import LocalMotoServer
-
-        self.moto = LocalMotoServer(ip_address=bind, port=opts.moto_port, verbose=False)
+    def _start_moto(self) -> None:
+        bind = self._bind
+        self.moto = MotoProcess(ip_address=bind, port=self.options.moto_port)
         try:
             self.moto.start()
         except OSError as exc:
             self.moto = None
             raise StackError(
-                f"moto server cannot listen on {bind}:{opts.moto_port}: {exc}"
+                f"moto server cannot listen on {bind}:{self.options.moto_port}: {exc}"
             ) from exc
         host, port = self.moto.get_host_and_port()
         if host == ALL_INTERFACES:
             host = "127.0.0.1"  # this process talks to it over loopback; containers get the rewrite
-        endpoint = f"http://{host}:{port}"
-        os.environ["AWS_ENDPOINT_URL"] = endpoint
-        log.info("moto server: %s", endpoint)
+        self.endpoint = f"http://{host}:{port}"
+        os.environ["AWS_ENDPOINT_URL"] = self.endpoint
+        self.clients = _Clients(self.endpoint, self.options.region)
+        log.info("moto server: %s (pid %s)", self.endpoint, self.moto.pid)
 
-        clients = _Clients(endpoint, opts.region)
+    def _provision(self) -> None:
+        assert self.clients is not None
+        opts = self.options
+        parameters = dict(opts.parameters)
+        # URL-signing providers (Twilio, Square, HubSpot) sign the URL they call: locally that
+        # is this gateway's own http:// URL unless told otherwise.
+        parameters.setdefault("PublicBaseUrl", self.gateway_url)
         self.stack = stack = provision(
             self.template,
-            clients=clients,
+            clients=self.clients,
             region=opts.region,
             stack_name=opts.stack_name,
-            parameter_overrides=opts.parameters,
+            parameter_overrides=parameters,
             visibility_timeout=opts.visibility_timeout,
         )
         for logical_id, reason in sorted(stack.skipped.items()):
             log.debug("not emulated: %s (%s)", logical_id, reason)
 
-        # Functions: template environment, then the local stand-ins for what cannot resolve.
+    def _prepare_functions(self) -> None:
+        """Each function's environment: the template's, then local stand-ins for what cannot
+        resolve."""
+        assert self.stack is not None and self.redis is not None
+        opts = self.options
         default_sources = self.root / "layers" / "common" / "sources.toml"
         base_env = {
             **FAKE_CREDENTIALS,
             "AWS_REGION": opts.region,
             "AWS_DEFAULT_REGION": opts.region,
-            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ENDPOINT_URL": self.endpoint,
             "POWERTOOLS_TRACE_DISABLED": "true",
         }
-        for logical_id, spec in stack.functions.items():
+        for logical_id, spec in self.stack.functions.items():
             env = spec.environment
             if "REDIS_URL" in env or "REDIS_URL" in spec.unresolved_environment:
                 env["REDIS_URL"] = self.redis.url
@@ -418,6 +514,7 @@ class LocalStack:
                 sources_file is not None and not Path(sources_file).is_file()
             ) or "SOURCES_FILE" in spec.unresolved_environment:
                 env["SOURCES_FILE"] = str(default_sources)
+            env.setdefault("POWERTOOLS_SERVICE_NAME", f"{opts.stack_name}-{spec.name}")
             still = [k for k in spec.unresolved_environment if k not in env]
             if still:
                 log.warning(
@@ -425,84 +522,138 @@ class LocalStack:
                     logical_id,
                     ", ".join(still),
                 )
-            self.functions[logical_id] = LocalFunction(spec, base_env, opts.region)
+            self.functions[logical_id] = LocalFunction(
+                spec, base_env, opts.region, concurrency=self._concurrency(spec)
+            )
         if opts.for_containers:
             _write_json(self.dir / SAM_ENV_FILE, sam_env_vars(self.functions.values()))
 
+    def _concurrency(self, spec: Any) -> int:
+        """Worker processes of a function: ``--ingest-workers`` behind the HTTP routes, one per
+        SQS event source (as many as its pollers invoke at once), one otherwise."""
+        if spec.http_routes:
+            return self.options.ingest_workers
+        return max(1, len([s for s in spec.sqs_events if s.enabled]))
+
+    def _seed_secrets(self) -> None:
+        assert self.stack is not None and self.clients is not None
+        default_sources = self.root / "layers" / "common" / "sources.toml"
+        functions = self.stack.functions.values()
         prefix = next(
             (
                 f.environment["SECRETS_PREFIX"]
-                for f in stack.functions.values()
+                for f in functions
                 if "SECRETS_PREFIX" in f.environment
             ),
-            f"{opts.stack_name}/",
+            f"{self.options.stack_name}/",
         )
         seeded_sources = next(
             (
                 Path(f.environment["SOURCES_FILE"])
-                for f in stack.functions.values()
+                for f in functions
                 if "SOURCES_FILE" in f.environment
             ),
             default_sources,
         )
         secrets_doc = seed_secrets(
-            clients.secretsmanager, prefix, seeded_sources, random=opts.random_secrets
+            self.clients.secretsmanager, prefix, seeded_sources, random=self.options.random_secrets
         )
         _write_json(self.dir / SECRETS_FILE, secrets_doc, mode=0o600)
 
-        for fn in self.functions.values():  # cold starts now: a bad configuration fails loudly
+    def _start_functions(self) -> None:
+        """Cold starts now, in parallel: a bad configuration fails loudly before serving."""
+        errors: dict[str, BaseException] = {}
+
+        def load(fn: LocalFunction) -> None:
             try:
                 fn.load()
             except Exception as exc:
-                raise StackError(
-                    f"{fn.spec.logical_id} failed its init: {type(exc).__name__}: {exc}"
-                ) from exc
+                errors[fn.spec.logical_id] = exc
 
+        threads = [threading.Thread(target=load, args=(fn,)) for fn in self.functions.values()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for logical_id, exc in sorted(errors.items()):
+            kind = getattr(exc, "error_type", type(exc).__name__)
+            message = getattr(exc, "message", str(exc))
+            raise StackError(f"{logical_id} failed its init: {kind}: {message}") from exc
+
+    def _start_gateway(self) -> None:
+        assert self.gateway is not None
         routes = [Route(r, fn) for fn in self.functions.values() for r in fn.spec.http_routes]
         if not routes:
             ingest = self.functions.get("IngestFunction")
             if ingest is None:
                 raise StackError("no function with an HttpApi event in the template")
             routes = [Route(DEFAULT_ROUTE, ingest)]
+        self.gateway.routes = routes
+        self.gateway.start()
+        if not self.options.for_containers:
+            return
+        # The Lambda Invoke API, for `sam`/boto3 clients with AWS_ENDPOINT_URL_LAMBDA: only with
+        # --for-containers and only on its own loopback port (never on the webhook port).
         by_name = {**{fn.spec.name: fn for fn in self.functions.values()}, **self.functions}
         try:
-            self.gateway = Gateway(
-                opts.host, opts.port, routes, by_name, on_request=self._count_request
+            self.invoke_gateway = Gateway(
+                "127.0.0.1",
+                self.options.invoke_port,
+                [],
+                by_name,
+                on_request=self._count_request,
+                serve_invoke=True,
             )
         except OSError as exc:
             raise StackError(
-                f"cannot listen on {opts.host}:{opts.port}: {exc} (use --port)"
+                f"cannot listen on 127.0.0.1:{self.options.invoke_port} (--invoke-port): {exc}"
             ) from exc
-        self.gateway.start()
+        self.invoke_gateway.start()
 
+    def _start_pollers(self) -> None:
+        assert self.stack is not None and self.clients is not None
         for fn in self.functions.values():
             for source in fn.spec.sqs_events:
                 if not source.enabled:
                     continue
-                queue = stack.queue_by_arn(source.queue_arn)
-                poller = SqsPoller(clients.sqs, queue, source, fn, opts.region)
+                queue = self.stack.queue_by_arn(source.queue_arn)
+                poller = SqsPoller(self.clients.sqs, queue, source, fn, self.options.region)
                 poller.start()
                 self.pollers.append(poller)
 
-        self.outputs = self._outputs(endpoint)
+    def _write_ready(self) -> None:
+        assert self.gateway is not None and self.redis is not None
+        opts = self.options
+        self.outputs = self._outputs(self.endpoint)
         _write_json(self.dir / OUTPUTS_FILE, self.outputs)
         _write_json(
             self.dir / READY_FILE,
             {
                 "pid": os.getpid(),
                 "api_url": self.outputs["ApiUrl"],
-                "endpoint_url": endpoint,
-                "health_url": f"http://{opts.host}:{self.gateway.port}/health",
+                "endpoint_url": self.endpoint,
+                "health_url": f"{self.gateway_url}/health",
                 "redis_url": self.redis.url,
                 "redis_kind": self.redis.kind,
                 "redis_pid": self.redis.pid,
+                "moto_pid": self.moto.pid if self.moto else None,
+                "worker_pids": {k: fn.pids for k, fn in self.functions.items()},
                 "visibility_timeout": self._main_queue().visibility_timeout,
                 "max_receive_count": self._main_queue().max_receive_count,
                 "started_at": time.time(),
                 "for_containers": opts.for_containers,
                 **({"sam_env_file": str(self.dir / SAM_ENV_FILE)} if opts.for_containers else {}),
+                **(
+                    {"lambda_endpoint_url": self._invoke_url()}
+                    if self.invoke_gateway is not None
+                    else {}
+                ),
             },
         )
+
+    def _invoke_url(self) -> str:
+        assert self.invoke_gateway is not None
+        return f"http://127.0.0.1:{self.invoke_gateway.port}"
 
     def _count_request(self, method: str, path: str, status: int, ms: float) -> None:
         self.requests["total"] += 1
@@ -518,8 +669,7 @@ class LocalStack:
     def _outputs(self, endpoint: str) -> dict[str, Any]:
         assert self.stack is not None and self.gateway is not None and self.redis is not None
         stack = self.stack
-        host = self.options.host if self.options.host not in ("0.0.0.0", "") else "127.0.0.1"  # noqa: S104
-        gateway_url = f"http://{host}:{self.gateway.port}"
+        gateway_url = self.gateway_url
         main = self._main_queue()
         dlq = stack.queues.get("DeadLetterQueue")
         if dlq is None and main is not None and main.attributes.get("RedrivePolicy"):
@@ -536,7 +686,7 @@ class LocalStack:
                 "StackName": stack.stack_name,
                 "ApiUrl": gateway_url,
                 "WebhookUrlTemplate": f"{gateway_url}/webhooks/{{source}}",
-                "LambdaEndpointUrl": gateway_url,
+                "LambdaEndpointUrl": self._invoke_url() if self.invoke_gateway else None,
                 "MainQueueUrl": main.url if main else None,
                 "DeadLetterQueueUrl": dlq.url if dlq else None,
                 "DeliveriesTableName": stack.tables.get("DeliveriesTable")
@@ -552,19 +702,37 @@ class LocalStack:
     # -- stop --------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop everything this stack started, in reverse order; idempotent."""
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(FileNotFoundError, ValueError):
             ready = self.dir / READY_FILE
             if ready.is_file() and json.loads(ready.read_text()).get("pid") == os.getpid():
                 ready.unlink()
-        if self.gateway is not None:
-            self.gateway.stop()
-            self.gateway = None
+        self._stop_pollers()
+        self._stop_gateway()
+        self._stop_functions()
+        self._stop_moto()
+        self._stop_redis()
+
+    def _stop_pollers(self) -> None:
         for poller in self.pollers:
             poller.stop()
         self.pollers = []
+
+    def _stop_gateway(self) -> None:
+        for gateway in (self.invoke_gateway, self.gateway):
+            if gateway is not None:
+                gateway.stop()
+        self.gateway = self.invoke_gateway = None
+
+    def _stop_functions(self) -> None:
+        for fn in self.functions.values():
+            fn.stop()
+
+    def _stop_moto(self) -> None:
         if self.moto is not None:
             self.moto.stop()
             self.moto = None
+
+    def _stop_redis(self) -> None:
         if self.redis is not None:
             self.redis.stop()
             self.redis = None
@@ -574,6 +742,9 @@ class LocalStack:
         assert self.stack is not None and self.redis is not None
         o = self.outputs
         main = self._main_queue()
+        workers = ", ".join(
+            f"{fn.spec.logical_id} x{fn.concurrency}" for fn in self.functions.values()
+        )
         lines = [
             "",
             "webhook pipeline: local stack is up",
@@ -589,6 +760,7 @@ class LocalStack:
             f"             {o.get('DeadLetterQueueUrl')}",
             f"  table      {o.get('DeliveriesTableName')}    bucket {o.get('PayloadBucketName')}",
             f"  alarms     {len(self.stack.alarms)} created",
+            f"  functions  {workers}  (worker processes, one interpreter each)",
         ]
         for poller in self.pollers:
             lines.append(
@@ -599,12 +771,16 @@ class LocalStack:
         files = "outputs.json, secrets.json, ready"
         if self.options.for_containers:
             files += f", {SAM_ENV_FILE}"
+        if self.invoke_gateway is not None:
+            lines.append(f"  invoke     {self._invoke_url()}  (Lambda Invoke API, loopback only)")
         lines += [
             f"  files      {self.dir}/ ({files})",
             "",
             "  try:   webhook-pipeline send --source stripe --count 5 --duplicates 0.2",
             "         webhook-pipeline deliveries get --local SOURCE DELIVERY_ID   (any operator "
             "command with --local)",
+            f"  console:  webhook-pipeline console --local   (another terminal; "
+            f"http://127.0.0.1:{CONSOLE_PORT}/, or `make console`)",
         ]
         if self.options.for_containers:
             lines += self._sam_banner()
