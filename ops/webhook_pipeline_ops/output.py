@@ -115,3 +115,22 @@ class Progress:
         if self.enabled and self._width:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def command_name() -> str:
+    """How to type this CLI in hints: ``webhook-pipeline`` when that name is on ``PATH`` (an
+    activated venv), else the path of the script beside this interpreter, relative to the
+    current folder when it is below it (``.venv/bin/webhook-pipeline``, as the README runs it)."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    if shutil.which("webhook-pipeline"):
+        return "webhook-pipeline"
+    script = Path(sys.executable).with_name("webhook-pipeline")
+    if not script.exists():
+        return "webhook-pipeline"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return os.fspath(script)

@@ -374,8 +374,9 @@ def test_ingest_accepts_a_valid_delivery_then_answers_duplicate(
     url = sqs.get_queue_url(QueueName=NAMES["main"])["QueueUrl"]
     got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600)
     bodies = [json.loads(m["Body"]) for m in got.get("Messages", [])]
+    sent = json.loads((ROOT / "events" / "ingest-github.json").read_text())
     assert [(b["source"], b["delivery_id"]) for b in bodies] == [
-        ("github", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+        ("github", sent["headers"]["x-github-delivery"])
     ]
 
 

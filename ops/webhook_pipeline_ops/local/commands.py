@@ -13,6 +13,7 @@ from typing import Any
 
 from webhook_pipeline_ops import simulator
 from webhook_pipeline_ops.local import stack as local_stack
+from webhook_pipeline_ops.output import command_name
 
 
 def register(subparsers: Any) -> None:
@@ -119,7 +120,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(ready, indent=2))
         print(
             f"local stack running in the background (pid {ready['pid']}); "
-            "stop it with `webhook-pipeline local stop`"
+            f"stop it with `{command_name()} local stop`"
         )
         return 0
     try:

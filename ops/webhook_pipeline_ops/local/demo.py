@@ -39,6 +39,7 @@ from webhook_pipeline_ops.local.stack import (
     start_background,
     stop_running,
 )
+from webhook_pipeline_ops.output import command_name
 
 # A running stack with a longer visibility timeout is not used (see step 1).
 MAX_SHARED_VISIBILITY_SECONDS = 10
@@ -291,8 +292,8 @@ def run_demo(args: argparse.Namespace) -> int:
         _say("the demo's private stack is stopped")
     else:
         _say(
-            f"the local stack keeps running (pid {ready['pid']}): `webhook-pipeline local stop` "
-            "stops it"
+            f"the local stack keeps running (pid {ready['pid']}): `{command_name()} local stop` "
+            f"stops it; `{command_name()} console --local` shows it in a browser"
         )
     ok = (
         summary["new"] == len(firsts)

@@ -53,6 +53,7 @@ from webhook_pipeline_ops.local.poller import SqsPoller
 from webhook_pipeline_ops.local.provision import HttpRoute, Stack, provision
 from webhook_pipeline_ops.local.redis_runtime import RedisRuntime, start_redis
 from webhook_pipeline_ops.local.runtime import LocalFunction
+from webhook_pipeline_ops.output import command_name
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
@@ -394,7 +395,7 @@ class LocalStack:
             raise StackError(
                 f"a local stack is already running (pid {running['pid']}, "
                 f"{running.get('api_url')}); stop it with "
-                "`webhook-pipeline local stop`"
+                f"`{command_name()} local stop`"
             )
         for name in (READY_FILE, OUTPUTS_FILE, SAM_ENV_FILE):
             with contextlib.suppress(FileNotFoundError):
@@ -773,18 +774,19 @@ class LocalStack:
             files += f", {SAM_ENV_FILE}"
         if self.invoke_gateway is not None:
             lines.append(f"  invoke     {self._invoke_url()}  (Lambda Invoke API, loopback only)")
+        cli = command_name()
         lines += [
             f"  files      {self.dir}/ ({files})",
             "",
-            "  try:   webhook-pipeline send --source stripe --count 5 --duplicates 0.2",
-            "         webhook-pipeline deliveries get --local SOURCE DELIVERY_ID   (any operator "
+            f"  try:   {cli} send --source stripe --count 5 --duplicates 0.2",
+            f"         {cli} deliveries get --local SOURCE DELIVERY_ID   (any operator "
             "command with --local)",
-            f"  console:  webhook-pipeline console --local   (another terminal; "
+            f"  console:  {cli} console --local   (another terminal; "
             f"http://127.0.0.1:{CONSOLE_PORT}/, or `make console`)",
         ]
         if self.options.for_containers:
             lines += self._sam_banner()
-        lines += ["  stop:  Ctrl-C (or `webhook-pipeline local stop`)", ""]
+        lines += [f"  stop:  Ctrl-C (or `{cli} local stop`)", ""]
         return "\n".join(lines)
 
     def _sam_banner(self) -> list[str]:
