@@ -10,22 +10,23 @@ the deliveries table (``TABLE_NAME``)::
     pk = "LEDGER#<source>#<delivery id>"   sk = <uuid4 hex>
     type = "ledger", source, delivery_id, at (ISO 8601 UTC), expires_at (epoch seconds, 1 day)
 
-Nothing is ever overwritten, so ``len(entries(source, id))`` is the number of times the hook ran
-for that delivery: 1 when the pipeline applied it exactly once in effect, 2 or more when a
-duplicate or a redelivery ran it again. This is a test and demonstration instrument: it adds one
-write per applied delivery and is not meant for a deployed stack.
+Nothing is ever overwritten, and each item is the hook's :class:`~webhook_pipeline.hooks.Effects`,
+committed with the hook's done mark in one transaction: ``len(entries(source, id))`` is the number
+of times a run of the hook took effect for that delivery. 1 when the pipeline applied it exactly
+once in effect; 2 or more when a duplicate, a redelivery or a replay applied it again (a run
+that crashed before its commit, or lost the race to another run of the same delivery, commits
+nothing: that is the guarantee this measures). 0 for an applied delivery means its hook never
+took effect. A test and demonstration instrument: one more write per applied delivery.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import boto3
-from webhook_pipeline.hooks import ANY_SOURCE, HookEvent, hook
+from webhook_pipeline.hooks import ANY_SOURCE, Effects, HookEvent, hook
 
 LEDGER_TTL = timedelta(days=1)
 
@@ -35,28 +36,30 @@ def ledger_pk(source: str, delivery_id: str) -> str:
     return f"LEDGER#{source}#{delivery_id}"
 
 
-@functools.cache
-def _client() -> Any:
-    return boto3.client("dynamodb")
-
-
 @hook(ANY_SOURCE)
-def append_entry(event: HookEvent) -> None:
-    """Append one ledger item for this invocation (raises the client's error when it fails: the
-    record is then retried, as for any failing hook)."""
+def append_entry(event: HookEvent) -> Effects:
+    """One ledger item for this run, returned as the hook's effect: the processor commits it in
+    one transaction with the hook's done mark, so a run that crashed before the commit leaves no
+    item and a second, concurrent run of the same delivery's hook leaves none either."""
     now = datetime.now(UTC)
-    _client().put_item(
-        TableName=os.environ["TABLE_NAME"],
-        Item={
-            "pk": {"S": ledger_pk(event.source, event.delivery_id)},
-            "sk": {"S": uuid.uuid4().hex},
-            "type": {"S": "ledger"},
-            "source": {"S": event.source},
-            "delivery_id": {"S": event.delivery_id},
-            "at": {"S": now.isoformat()},
-            "expires_at": {"N": str(int((now + LEDGER_TTL).timestamp()))},
-        },
-        ConditionExpression="attribute_not_exists(pk)",
+    return Effects(
+        (
+            {
+                "Put": {
+                    "TableName": os.environ["TABLE_NAME"],
+                    "Item": {
+                        "pk": {"S": ledger_pk(event.source, event.delivery_id)},
+                        "sk": {"S": uuid.uuid4().hex},
+                        "type": {"S": "ledger"},
+                        "source": {"S": event.source},
+                        "delivery_id": {"S": event.delivery_id},
+                        "at": {"S": now.isoformat()},
+                        "expires_at": {"N": str(int((now + LEDGER_TTL).timestamp()))},
+                    },
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+        )
     )
 
 

@@ -28,7 +28,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 from webhook_pipeline.adapters.s3 import S3PayloadStore
 from webhook_pipeline.envelope import Envelope
-from webhook_pipeline.errors import ConfigurationError
+from webhook_pipeline.errors import ConfigurationError, TransientError
 from webhook_pipeline.hooks import HookRegistry, registry
 from webhook_pipeline.observability import logger
 from webhook_pipeline.process.model import DeliveryRecord, Message, Outcome
@@ -812,3 +812,92 @@ def test_no_s3_client_until_an_envelope_carries_a_claim_check(
         body = _claim_check(raw, key, key.rsplit("/", 1)[1])
         assert invoke(processor, sqs_record(body)) == {"batchItemFailures": []}
     assert built == ["s3"]
+
+
+# -- hook effects: committed with the done mark, exactly once in effect --------------------------
+
+
+def _effect_hook(ran: list[str]) -> Callable[[Any], Any]:
+    from webhook_pipeline.hooks import Effects
+
+    def hook(event: Any) -> Any:
+        ran.append(event.delivery_id)
+        item = {"pk": {"S": f"EFFECT#{event.delivery_id}"}, "sk": {"S": uuid.uuid4().hex}}
+        return Effects(({"Put": {"TableName": TABLE, "Item": item}},))
+
+    return hook
+
+
+def _effect_items(delivery_id: str) -> list[dict[str, Any]]:
+    return boto3.client("dynamodb").query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": f"EFFECT#{delivery_id}"}},
+        ConsistentRead=True,
+    )["Items"]
+
+
+def test_hook_effects_left_uncommitted_by_a_failed_run_are_committed_once_by_the_next(
+    app: Callable[..., ModuleType], store: DynamoDBDeliveryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a hook whose effect is a DynamoDB write, and a first run whose commit never happens
+    # (the process dies or DynamoDB times out between the hook and its done mark)
+    ran: list[str] = []
+    registry.register("stripe", None, _effect_hook(ran))
+    processor = app()
+    original = DynamoDBDeliveryStore.mark_hook_done
+    failures = [TransientError("DynamoDB TransactWriteItems failed: ReadTimeoutError")]
+
+    def flaky(self: Any, *args: Any, **kwargs: Any) -> bool:
+        if failures:
+            raise failures.pop()
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(DynamoDBDeliveryStore, "mark_hook_done", flaky)
+    body = envelope("evt_fx", "cus_fx", 1)
+    assert failed_ids(invoke(processor, sqs_record(body, "msg-fx"))) == ["msg-fx"]
+    assert _effect_items("evt_fx") == []
+    # When it is redelivered, and then a further copy arrives
+    assert failed_ids(invoke(processor, sqs_record(body, "msg-fx", 2))) == []
+    assert failed_ids(invoke(processor, sqs_record(body, "msg-fx", 3))) == []
+    # Then the hook ran twice and took effect once; the delivery is done
+    assert ran == ["evt_fx", "evt_fx"]
+    assert len(_effect_items("evt_fx")) == 1
+    assert store.get_delivery("stripe", "evt_fx")["hook_state"] == "done"
+
+
+def test_a_second_run_of_a_done_hook_commits_nothing(
+    app: Callable[..., ModuleType], store: DynamoDBDeliveryStore
+) -> None:
+    from webhook_pipeline.errors import HookError
+
+    ran: list[str] = []
+    registry.register("stripe", None, _effect_hook(ran))
+    processor = app()
+    assert failed_ids(invoke(processor, sqs_record(envelope("evt_fy", "cus_fy", 1)))) == []
+    assert len(_effect_items("evt_fy")) == 1
+    # A run that started while the hook was pending and commits after the first (a concurrent
+    # redelivery): its effects are discarded
+    late = {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "EFFECT#evt_fy"}, "sk": {"S": "x"}}}}
+    assert store.mark_hook_done("stripe", "evt_fy", [late]) is False
+    assert len(_effect_items("evt_fy")) == 1
+    # An effect whose own condition fails cancels the commit: the hook counts as failed
+    record = json.loads(envelope("evt_fz", "cus_fz", 1))
+    registry.clear()
+    registry.register("stripe", None, lambda e: None)  # applied, hook pending then done
+    assert failed_ids(invoke(processor, sqs_record(json.dumps(record)))) == []
+    boto3.client("dynamodb").update_item(
+        TableName=TABLE,
+        Key={"pk": {"S": "DELIVERY#stripe#evt_fz"}, "sk": {"S": "DELIVERY"}},
+        UpdateExpression="SET hook_state = :p",
+        ExpressionAttributeValues={":p": {"S": "pending"}},
+    )
+    existing = _effect_items("evt_fy")[0]  # an item that exists: its condition fails
+    guarded = {
+        "TableName": TABLE,
+        "Item": existing,
+        "ConditionExpression": "attribute_not_exists(pk)",
+    }
+    with pytest.raises(HookError):
+        store.mark_hook_done("stripe", "evt_fz", [{"Put": guarded}])
+    assert store.get_delivery("stripe", "evt_fz")["hook_state"] == "pending"

@@ -51,6 +51,7 @@ class MemoryStore:
     calls: list[str] = field(default_factory=list)
     fail_with: dict[str, Exception] = field(default_factory=dict)
     failures: dict[str, FailureNote] = field(default_factory=dict)
+    effects: list[Any] = field(default_factory=list)
 
     def record(self, delivery: DeliveryRecord) -> StoreResult:
         self.calls.append(f"record {delivery.delivery_id}")
@@ -76,9 +77,14 @@ class MemoryStore:
         self.deliveries[key] = {"outcome": Outcome.APPLIED, "hook_state": state}
         return StoreResult(Outcome.APPLIED, hook_state=state)
 
-    def mark_hook_done(self, source: str, delivery_id: str) -> None:
+    def mark_hook_done(self, source: str, delivery_id: str, effects: Any = ()) -> bool:
         self.calls.append(f"hook_done {delivery_id}")
-        self.deliveries[(source, delivery_id)]["hook_state"] = HookState.DONE
+        stored = self.deliveries[(source, delivery_id)]
+        if effects and stored["hook_state"] is HookState.DONE:
+            return False
+        stored["hook_state"] = HookState.DONE
+        self.effects.extend(effects)
+        return True
 
     def record_failure(self, note: FailureNote) -> None:
         self.calls.append(f"failure {note.message_id}")

@@ -29,6 +29,13 @@ Semantics
   redelivery finds the delivery already recorded with ``hook_state = pending`` and runs the hook
   only: the watermark is not applied again and nothing is recorded twice. After
   ``maxReceiveCount`` failed attempts the message reaches the DLQ; a replay runs the hook again.
+* Exactly once in effect, for effects kept in DynamoDB: a hook may return :class:`Effects`, the
+  DynamoDB writes of its side effect (``TransactWriteItems`` entries: ``Put``, ``Update``,
+  ``Delete``, ``ConditionCheck``). They are committed in one transaction with the done mark,
+  on the condition that the delivery's hook is still pending: a run that crashed before the
+  commit left nothing (its redelivery runs the hook again and commits once), and a second,
+  concurrent run commits nothing (its effects are discarded, the first run's stand). Up to 99
+  writes, none on the delivery record itself.
 * A specific (source, event type) hook wins over the source's catch-all hook, which wins over
   a hook registered for every source (``@hook("*")``); at most one hook runs per delivery.
   Hooks for one resource run in sequence order within a batch, but a retried hook can run after
@@ -90,6 +97,30 @@ class HookEvent:
     def json(self) -> Any:
         """The body parsed as JSON (raises ``ValueError`` when it is not JSON)."""
         return json.loads(self.body)
+
+
+#: At most this many writes in :class:`Effects` (DynamoDB's 100 per transaction, less the mark).
+MAX_EFFECTS = 99
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What a hook returns to have its DynamoDB writes committed atomically with its done mark.
+
+    Attributes
+    ----------
+    writes : tuple[dict[str, Any], ...]
+        ``TransactWriteItems`` entries in the low-level client's shape, e.g.
+        ``{"Put": {"TableName": ..., "Item": {...}, "ConditionExpression": ...}}``; at most
+        :data:`MAX_EFFECTS`. A write whose own condition fails cancels the commit: the hook
+        then counts as failed and is retried.
+    """
+
+    writes: tuple[dict[str, Any], ...]
+
+    def __post_init__(self) -> None:
+        if not self.writes or len(self.writes) > MAX_EFFECTS:
+            raise ConfigurationError(f"Effects takes 1 to {MAX_EFFECTS} writes")
 
 
 Hook = Callable[[HookEvent], object]

@@ -28,12 +28,14 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from webhook_pipeline.adapters.dynamodb_effects import commit_effects
+from webhook_pipeline.adapters.dynamodb_errors import classify, error_code
 from webhook_pipeline.adapters.dynamodb_items import (
     FAILURE_NOTE_TTL,
     WATERMARK,
@@ -60,20 +62,6 @@ if TYPE_CHECKING:
 #: (full jitter; at most 0.35 s in all with 4 attempts), well inside the processor's timeout.
 CONFLICT_ATTEMPTS = 4
 CONFLICT_BACKOFF_SECONDS = 0.05
-
-# Error codes that a later attempt may not hit again.
-_TRANSIENT_ERRORS = frozenset(
-    {
-        "TransactionConflictException",
-        "TransactionInProgressException",
-        "ThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "LimitExceededException",
-    }
-)
 
 
 class DynamoDBDeliveryStore:
@@ -144,12 +132,34 @@ class DynamoDBDeliveryStore:
                 },
             )
         except ClientError as exc:
-            raise _classify(exc) from exc
+            raise classify(exc) from exc
         except BotoCoreError as exc:
             raise TransientError(f"DynamoDB UpdateItem failed: {type(exc).__name__}") from exc
 
-    def mark_hook_done(self, source: str, delivery_id: str) -> None:
-        """Set ``hook_state = done`` on a recorded delivery (no-op when already done)."""
+    def mark_hook_done(
+        self, source: str, delivery_id: str, effects: Sequence[Mapping[str, Any]] = ()
+    ) -> bool:
+        """Set ``hook_state = done`` on a recorded delivery; with ``effects`` (the hook's own
+        DynamoDB writes) in one transaction, on the condition that the hook is still pending.
+
+        Returns
+        -------
+        bool
+            ``False`` when ``effects`` were given and the hook was already done (another run
+            committed first): nothing was written. Without effects always ``True`` (setting
+            ``done`` twice is harmless).
+
+        Raises
+        ------
+        TransientError
+            Throttling, timeouts, a ``TransactionConflict``, missing cancellation reasons.
+        HookError
+            One of ``effects``' own conditions failed.
+        StoreBugError
+            The delivery is not recorded, or the request is invalid.
+        """
+        if effects:
+            return commit_effects(self._client, self._table, source, delivery_id, effects)
         try:
             self._client.update_item(
                 TableName=self._table,
@@ -160,13 +170,14 @@ class DynamoDBDeliveryStore:
                 ExpressionAttributeValues={":done": {"S": HookState.DONE.value}},
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 raise StoreBugError(
                     f"hook done for a delivery that is not recorded: {source}/{delivery_id}"
                 ) from exc
-            raise _classify(exc) from exc
+            raise classify(exc) from exc
         except BotoCoreError as exc:
             raise TransientError(f"DynamoDB UpdateItem failed: {type(exc).__name__}") from exc
+        return True
 
     def _transaction_items(self, delivery: DeliveryRecord) -> list[TransactWriteItemTypeDef]:
         """The delivery Put ([0]) and the resource watermark Update ([1]) of one transaction."""
@@ -224,8 +235,8 @@ class DynamoDBDeliveryStore:
             try:
                 self._client.transact_write_items(TransactItems=items, ClientRequestToken=token)
             except ClientError as exc:
-                if _code(exc) != "TransactionCanceledException":
-                    raise _classify(exc) from exc
+                if error_code(exc) != "TransactionCanceledException":
+                    raise classify(exc) from exc
                 if _conflict_only(exc) and attempt + 1 < CONFLICT_ATTEMPTS:
                     self._sleep(self._jitter(0, CONFLICT_BACKOFF_SECONDS * 2**attempt))
                     continue
@@ -267,9 +278,9 @@ class DynamoDBDeliveryStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 return _duplicate(exc.response.get("Item"))
-            raise _classify(exc) from exc
+            raise classify(exc) from exc
         except BotoCoreError as exc:
             raise TransientError(f"DynamoDB PutItem failed: {type(exc).__name__}") from exc
         hook_state = (
@@ -301,7 +312,7 @@ class DynamoDBDeliveryStore:
         try:
             self._client.put_item(TableName=self._table, Item=item)
         except ClientError as exc:
-            raise _classify(exc) from exc
+            raise classify(exc) from exc
         except BotoCoreError as exc:
             raise TransientError(f"DynamoDB PutItem failed: {type(exc).__name__}") from exc
 
@@ -350,20 +361,6 @@ def _plain(item: dict[str, Any]) -> dict[str, Any]:
         ((kind, value),) = attr.items()
         out[name] = int(value) if kind == "N" else value
     return out
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _classify(exc: ClientError) -> Exception:
-    """Map a DynamoDB error to :class:`TransientError` or :class:`StoreBugError` (by code and
-    HTTP status, never by message text)."""
-    code = _code(exc)
-    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-    if code in _TRANSIENT_ERRORS or status >= 500:
-        return TransientError(f"DynamoDB {exc.operation_name} failed: {code or status}")
-    return StoreBugError(f"DynamoDB {exc.operation_name} rejected: {code or status}")
 
 
 def _conflict_only(exc: ClientError) -> bool:

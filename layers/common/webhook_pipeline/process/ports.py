@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from webhook_pipeline.envelope import BodyPointer
 from webhook_pipeline.process.model import DeliveryRecord, FailureNote, StoreResult
@@ -51,8 +52,27 @@ class DeliveryStore(Protocol):
         """
         ...
 
-    def mark_hook_done(self, source: str, delivery_id: str) -> None:
-        """Set the delivery record's ``hook_state`` to ``done`` (idempotent)."""
+    def mark_hook_done(
+        self, source: str, delivery_id: str, effects: Sequence[Mapping[str, Any]] = ()
+    ) -> bool:
+        """Set the delivery record's ``hook_state`` to ``done``, committing the hook's
+        ``effects`` (DynamoDB writes) in the same transaction when there are any.
+
+        Returns
+        -------
+        bool
+            ``False`` when ``effects`` were given and the hook was no longer pending (another run
+            marked it done first): nothing was written. ``True`` otherwise.
+
+        Raises
+        ------
+        TransientError
+            The write may succeed later (throttling, timeouts, a conflict).
+        HookError
+            One of ``effects``' own conditions failed (the hook is retried).
+        StoreBugError
+            The request is invalid, or the delivery is not recorded.
+        """
         ...
 
     def record_failure(self, note: FailureNote) -> None:

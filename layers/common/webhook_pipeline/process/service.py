@@ -32,7 +32,7 @@ from webhook_pipeline.errors import (
     StoreBugError,
     TransientError,
 )
-from webhook_pipeline.hooks import Hook, HookEvent, HookRegistry
+from webhook_pipeline.hooks import Effects, Hook, HookEvent, HookRegistry
 from webhook_pipeline.observability import logger
 from webhook_pipeline.process.model import (
     DeliveryRecord,
@@ -321,7 +321,7 @@ class ProcessorService:
             body=body,
         )
         try:
-            handler(event)
+            returned = handler(event)
         except KeyboardInterrupt:
             raise  # the operator stopping the process (local stack): not the hook's failure
         except BaseException as exc:  # SystemExit, CancelledError...: only this record fails
@@ -330,8 +330,13 @@ class ProcessorService:
             return RecordResult(
                 mid, Outcome.RETRY, envelope, reason=str(error), hook="failed", error=error
             )
+        effects = returned.writes if isinstance(returned, Effects) else ()
         try:
-            self._store.mark_hook_done(envelope.source, envelope.delivery_id)
+            committed = self._store.mark_hook_done(envelope.source, envelope.delivery_id, effects)
+        except HookError as exc:  # one of the hook's own write conditions failed
+            return RecordResult(
+                mid, Outcome.RETRY, envelope, reason=str(exc), hook="failed", error=exc
+            )
         except TransientError as exc:
             # The hook ran but is not marked: retry, so the flag ends up right (the hook may run
             # again: at-least-once, documented).
@@ -340,6 +345,11 @@ class ProcessorService:
             )
         except StoreBugError as exc:
             return RecordResult(mid, Outcome.BUG, envelope, reason=str(exc), hook="ran", error=exc)
+        if not committed:
+            logger.info(
+                "hook effects discarded: another run of this delivery's hook committed first",
+                extra={"source": envelope.source, "delivery_id": envelope.delivery_id},
+            )
         return RecordResult(
             mid, stored.outcome, envelope, reason=reason, hook="ran", body_mismatch=mismatch
         )
