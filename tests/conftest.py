@@ -190,3 +190,12 @@ def _provider_registry_restored(monkeypatch: pytest.MonkeyPatch) -> None:
 
     registry.all_providers()  # the built-in ones stay imported and registered
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+
+@pytest.fixture(autouse=True)
+def _hook_registry_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hooks a test registers, or a module it imports registers (the ledger hook, imported for
+    its reading helpers), are forgotten after it: a later test's processor runs only its own."""
+    from webhook_pipeline.hooks import registry
+
+    monkeypatch.setattr(registry, "_hooks", dict(registry._hooks))
