@@ -138,14 +138,19 @@ def test_release_never_deletes_a_claim_taken_over_by_another_token(redis_url) ->
 # -- C06: redis-py SET NX result ---------------------------------------------------------------
 
 
-def test_c06_set_nx_results_and_the_gate_reading_of_them(redis_url, ingest, aws_calls) -> None:
-    client = redis.Redis.from_url(redis_url)
-    # The exact redis-py behaviour of the case: True, then None (not False)
-    assert client.set("k", "v", nx=True, ex=60) is True
-    assert client.set("k", "v", nx=True, ex=60) is None
-    # With GET (what the gate sends) the answer is the previous value: None means "claimed"
-    assert client.set("k2", "v", nx=True, ex=60, get=True) is None
-    assert client.set("k2", "w", nx=True, ex=60, get=True) == b"v"
+def test_c06_the_gate_reads_a_missing_previous_value_as_claimed(
+    redis_url, ingest, aws_calls
+) -> None:
+    # The claim script answers nil (None in redis-py, not False) when it took the key and the
+    # previous value otherwise; the gate reads nil as claimed, a pending value as in flight and
+    # a done value as a duplicate
+    gate = RedisGate(redis.Redis.from_url(redis_url))
+    key = gate_key("whd:", "github", "c06")
+    assert gate.claim(Claim(key, "t1", DIGEST), 30).outcome is ClaimOutcome.CLAIMED
+    assert gate.claim(Claim(key, "t2", DIGEST), 30).outcome is ClaimOutcome.IN_FLIGHT
+    assert gate.confirm(Claim(key, "t1", DIGEST), 600) is True
+    found = gate.claim(Claim(key, "t3", DIGEST), 30)
+    assert (found.outcome, found.stored_digest) == (ClaimOutcome.DUPLICATE, DIGEST)
     # The duplicate path sends nothing to SQS and answers 200
     event = event_for("github")
     assert ingest.invoke(event)["statusCode"] == 202
