@@ -7,10 +7,13 @@ paused after 1000 consecutive errors in 15 minutes; private apps' subscriptions 
 seven days of errors). No official Python SDK verifies notifications.
 
 What is signed: the body only. The delivery id is the body's ``id`` (``notif_...``), inside the
-signed body; no timestamp is signed, so a captured notification can be replayed at any time
-(the gate, and the dedup TTL, answer it). The envelope's ``delivery_attempts``,
-``delivered_at`` and ``delivery_status`` describe the delivery, not the event, and change
-between attempts: they are left out of the duplicate body hash. HMAC-SHA1 is what Intercom
+signed body; no timestamp is signed, so a captured notification can be replayed at any time:
+it is a duplicate while its done claim (the retry horizon) or its delivery record (the retention)
+lasts, and after that only the resource watermark can refuse it (``stale`` when a newer event of
+the resource was applied); nothing stops the first replay of a notification whose record
+expired. The envelope's ``delivery_attempts``, ``delivered_at`` and ``delivery_status``
+describe the delivery, not the event, and change between attempts: they are left out of the
+duplicate body hash. HMAC-SHA1 is what Intercom
 sends; SHA-1's collision weakness does not give a forger an HMAC key.
 
 Ordering: none by default. ``data.item`` is the whole object after the event, so order by
@@ -56,7 +59,8 @@ class Intercom(Provider):
     signs = Signs(
         id="body id (notif_...), inside the signed body",
         timestamp=None,
-        note="the body is signed (HMAC-SHA1); no timestamp, so replays are stopped only by dedup",
+        note="the body is signed (HMAC-SHA1); no timestamp: a captured notification resent is a "
+        "duplicate only while its claim or record lasts, then stale if its resource moved on",
     )
     defaults = Defaults(
         delivery_id=FieldLocation(body="id"),
