@@ -26,7 +26,6 @@ Run: ``.venv/bin/python bench/bench_hot_resource.py [--quick]``; figures go to
 from __future__ import annotations
 
 import argparse
-import base64
 import hashlib
 import importlib.util
 import json
@@ -45,29 +44,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_processor import Context, make_atomic  # noqa: E402  (sets the environment)
+from bench_processor import Context, envelope, make_atomic  # noqa: E402  (sets the environment)
 
 from tests.helpers import create_deliveries_table  # noqa: E402
 
 TABLE = os.environ["TABLE_NAME"]
 BUCKET = os.environ["PAYLOAD_BUCKET"]
-
-
-def envelope(delivery_id: str, resource: str, seq: int) -> str:
-    raw = json.dumps({"id": delivery_id, "data": {"object": {"id": resource}}}).encode()
-    return json.dumps(
-        {
-            "source": "stripe",
-            "delivery_id": delivery_id,
-            "received_at": "2026-01-15T10:00:00Z",
-            "event_type": "customer.updated",
-            "resource_key": resource,
-            "sequence": seq,
-            "body_b64": base64.b64encode(raw).decode(),
-            "body_size": len(raw),
-            "body_sha256": hashlib.sha256(raw).hexdigest(),
-        }
-    )
 
 
 def record(body: str, receive_count: int) -> dict[str, Any]:

@@ -115,6 +115,23 @@ def timestamp_header(request: WebhookRequest, name: str) -> tuple[str, int]:
     return str(raw), value
 
 
+def check_printable_key(secret: str, name: str, *, min_chars: int = 16) -> None:
+    """Check a shared signing key typed or pasted by an operator: printable ASCII without
+    spaces, at least ``min_chars`` characters (Paddle's endpoint secret key, Square's signature
+    key).
+
+    Raises
+    ------
+    ConfigurationError
+        Holding spaces or non-ASCII characters, or shorter than ``min_chars``; the message names
+        the key (``name``), never its value.
+    """
+    if not (secret.isascii() and secret.isprintable()) or " " in secret:
+        raise ConfigurationError(f"the {name} must be printable ASCII, no spaces")
+    if len(secret) < min_chars:
+        raise ConfigurationError(f"the {name} is shorter than {min_chars} characters")
+
+
 def decode_hex(value: str, *, uppercase: bool = False) -> bytes | None:
     """Decode a hex digest, or return ``None`` when it is not strictly hex.
 

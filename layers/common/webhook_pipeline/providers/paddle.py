@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
+from webhook_pipeline.errors import TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
+    check_printable_key,
     decode_hex,
     hmac_digest,
     match_secrets,
@@ -134,10 +135,7 @@ class Paddle(Provider):
             Empty, shorter than 16 characters, or holding spaces or non-ASCII characters.
         """
         super().validate_secret(secret)
-        if not (secret.isascii() and secret.isprintable()) or " " in secret:
-            raise ConfigurationError("the Paddle secret key must be printable ASCII, no spaces")
-        if len(secret) < 16:
-            raise ConfigurationError("the Paddle secret key is shorter than 16 characters")
+        check_printable_key(secret, "Paddle secret key")
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a Paddle notification.

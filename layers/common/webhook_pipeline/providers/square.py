@@ -24,11 +24,12 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 
-from webhook_pipeline.errors import ConfigurationError, VerificationError
+from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest, public_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
+    check_printable_key,
     decode_base64,
     hmac_digest,
     match_secrets,
@@ -115,10 +116,7 @@ class Square(Provider):
             Empty, shorter than 16 characters, or holding spaces or non-ASCII characters.
         """
         super().validate_secret(secret)
-        if not (secret.isascii() and secret.isprintable()) or " " in secret:
-            raise ConfigurationError("the Square signature key must be printable ASCII")
-        if len(secret) < 16:
-            raise ConfigurationError("the Square signature key is shorter than 16 characters")
+        check_printable_key(secret, "Square signature key")
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a Square notification against the URL the sender called (``now`` unused).
