@@ -29,7 +29,9 @@ from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import Progress, print_json, print_table
 
 #: Lambda invocations may run up to 15 minutes; never retry one (it could replay twice as much).
-LAMBDA_CONFIG = Config(connect_timeout=5, read_timeout=910, retries={"max_attempts": 1})
+LAMBDA_CONFIG = Config(
+    connect_timeout=5, read_timeout=910, retries={"mode": "standard", "total_max_attempts": 1}
+)
 FAILED_STOPS = ("send_failures", "receive_failed")
 LISTED_COLUMNS = (
     "source",

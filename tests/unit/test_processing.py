@@ -494,7 +494,7 @@ def test_settings_defaults_and_botocore_config(monkeypatch: pytest.MonkeyPatch) 
     settings = ProcessorSettings.load()
     config = settings.botocore_config()
     assert (settings.delivery_retention_days, settings.max_workers) == (30, 16)
-    assert config.retries == {"mode": "standard", "max_attempts": 3}
+    assert config.retries == {"mode": "standard", "total_max_attempts": 3}
     assert (config.connect_timeout, config.read_timeout, config.max_pool_connections) == (
         2.0,
         5.0,

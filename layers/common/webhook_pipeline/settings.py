@@ -66,11 +66,16 @@ class AwsClientSettings(_Settings):
     aws_max_attempts: int = Field(default=3, ge=1, le=10)
 
     def botocore_config(self, max_pool_connections: int = 10) -> Config:
-        """The botocore configuration of every client of this function."""
+        """The botocore configuration of every client of this function.
+
+        ``total_max_attempts``, not ``max_attempts``: botocore reads the latter as retries
+        after the first attempt, which would make ``AWS_MAX_ATTEMPTS=1`` two attempts and break
+        the time budget :meth:`worst_call_seconds` promises.
+        """
         return Config(
             connect_timeout=self.aws_connect_timeout_seconds,
             read_timeout=self.aws_read_timeout_seconds,
-            retries={"mode": "standard", "max_attempts": self.aws_max_attempts},
+            retries={"mode": "standard", "total_max_attempts": self.aws_max_attempts},
             max_pool_connections=max_pool_connections,
         )
 
