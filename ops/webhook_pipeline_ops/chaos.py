@@ -15,7 +15,6 @@ examples. :func:`Reconciliation.failed` says whether the proof failed.
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +28,11 @@ FAULT_KINDS: tuple[str, ...] = (
     "redis-flush",
     "redis-full",
     "moto-stop",
+    "aws-throttle",
     "processor-kill",
+    "processor-crash-before-write",
+    "processor-crash-after-write",
+    "hook-failing",
     "poison",
     "replay",
 )
@@ -40,20 +43,35 @@ FAULT_DESCRIPTIONS: dict[str, str] = {
     "redis-flush": "FLUSHALL: every claim gone",
     "redis-full": "maxmemory below the data set with noeviction: writes refused, then restored",
     "moto-stop": "SIGSTOP the AWS endpoint (moto server: SQS and DynamoDB) 10-15 s, then SIGCONT",
+    "aws-throttle": "the AWS endpoint answers a share of TransactWriteItems with "
+    "ProvisionedThroughputExceeded / ThrottlingException / TransactionConflict and of "
+    "SendMessage with RequestThrottled, for a while",
     "processor-kill": "SIGKILL a processor worker process in the middle of its batches",
+    "processor-crash-before-write": "a processor worker exits in its next TransactWriteItems "
+    "call, before the request is sent",
+    "processor-crash-after-write": "a processor worker exits once its handler returned (every "
+    "write of the batch made), before the batch response reaches the poller",
+    "hook-failing": "the hook (the ledger) raises on every call for a while, then recovers",
     "poison": "messages that are no envelope sent to the main queue: they must reach the DLQ",
     "replay": "replay of the DLQ while traffic flows",
 }
-#: Never injected by this tool (no way in from outside the stack), listed in every report.
-NOT_INJECTED: dict[str, str] = {
-    "throttling": "ProvisionedThroughputExceeded / ThrottlingException / TransactionConflict "
-    "on SendMessage and TransactWriteItems: needs a hook inside the moto server",
-    "processor-kill-at-point": "a kill exactly before the DynamoDB write or between the write "
-    "and the batch response: needs a hook inside the processor (processor-kill kills at an "
-    "arbitrary point instead)",
-    "hook-transient-failure": "a hook that fails for a while: needs a hook registered in the "
-    "processor's code",
+#: Fault kinds this tool cannot inject, with the reason, listed in every report (none today:
+#: the kinds that need a way into the stack's processes use its fault switches,
+#: ``webhook_pipeline_ops.local.faults``).
+NOT_INJECTED: dict[str, str] = {}
+#: How long each held fault lasts, seconds (min, max); the others are instantaneous.
+HOLDS: dict[str, tuple[float, float]] = {
+    "redis-stop": (2.0, 3.0),
+    "redis-full": (3.0, 5.0),
+    "redis-kill": (1.0, 2.0),
+    "moto-stop": (10.0, 15.0),
+    "aws-throttle": (6.0, 10.0),
+    "hook-failing": (2.0, 4.0),
 }
+
+
+class NotInjected(Exception):
+    """The fault cannot be injected into this stack (the message says why)."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -183,11 +201,13 @@ class ScheduledFault:
 def schedule_faults(kinds: Sequence[str], seed: int) -> list[ScheduledFault]:
     """Each kind once, at a seeded point of the traffic, in progress order.
 
-    Redis and AWS faults fall between 10 % and 75 % of the traffic, poison messages early
-    (10-30 %) and the DLQ replay late (80-90 %) so that the poison is in the DLQ by then; no two
-    faults are due within 5 % of each other when it can be helped (their effects stay apart).
-    Holds: ``redis-stop`` 2-3 s (the gate timeout is 200 ms), ``redis-full`` 3-5 s,
-    ``redis-kill`` 1-2 s down, ``moto-stop`` 10-15 s.
+    Redis, AWS and processor faults fall between 10 % and 75 % of the traffic, one in each of
+    as many equal slices of that span (in a seeded order, each at a seeded point of its slice
+    that leaves a gap of at least 2 % to the next slice: their effects stay apart); poison
+    messages early (10-30 %) and the DLQ replay late (80-90 %) so that the poison is in the DLQ
+    by then. Holds are :data:`HOLDS` (``redis-stop`` 2-3 s: the gate timeout is 200 ms;
+    ``moto-stop`` 10-15 s; ``hook-failing`` 2-4 s, shorter than the visibility timeout times
+    the receive count, so a delivery retried through it is not dead-lettered).
 
     Raises
     ------
@@ -198,22 +218,17 @@ def schedule_faults(kinds: Sequence[str], seed: int) -> list[ScheduledFault]:
     if unknown:
         raise ValueError(f"unknown fault kind(s) {unknown}; known: {list(FAULT_KINDS)}")
     rng = random.Random(seed)  # noqa: S311 - a reproducible schedule, not security
-    holds = {
-        "redis-stop": (2.0, 3.0),
-        "redis-full": (3.0, 5.0),
-        "redis-kill": (1.0, 2.0),
-        "moto-stop": (10.0, 15.0),
-    }
     middle = [k for k in FAULT_KINDS if k in kinds and k not in ("poison", "replay")]
-    slots = sorted(rng.uniform(0.10, 0.75) for _ in middle)
-    for _ in range(50):  # spread them when possible
-        if all(b - a >= 0.05 for a, b in itertools.pairwise(slots)) or len(middle) > 13:
-            break
-        slots = sorted(rng.uniform(0.10, 0.75) for _ in middle)
     rng.shuffle(middle)
+    width = 0.65 / len(middle) if middle else 0.0
+    gap = min(0.02, width / 2)
     faults = [
-        ScheduledFault(k, round(p, 3), round(rng.uniform(*holds.get(k, (0.0, 0.0))), 1))
-        for k, p in zip(middle, slots, strict=True)
+        ScheduledFault(
+            k,
+            round(0.10 + i * width + rng.uniform(0.0, width - gap), 3),
+            round(rng.uniform(*HOLDS.get(k, (0.0, 0.0))), 1),
+        )
+        for i, k in enumerate(middle)
     ]
     if "poison" in kinds:
         faults.append(ScheduledFault("poison", round(rng.uniform(0.10, 0.30), 3), 0.0))
@@ -494,11 +509,14 @@ def render(report: Mapping[str, Any]) -> str:
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines.append("")
     lines.append("faults:")
+    kinds = [f["kind"] for f in report.get("faults", [])] + list(report.get("not_injected", {}))
+    kind_width = max((len(k) for k in kinds), default=15)
     for f in report.get("faults", []):
         state = "injected" if f.get("injected") else "NOT injected"
         lines.append(
-            f"  {f['at']:>8.1f} s  {f['kind']:<15} {state:<13} {f.get('detail', '')}".rstrip()
+            f"  {f['at']:>8.1f} s  {f['kind']:<{kind_width}} {state:<13} "
+            f"{f.get('detail', '')}".rstrip()
         )
     for kind, why in report.get("not_injected", {}).items():
-        lines.append(f"  {'-':>8}    {kind:<15} NOT injected  {why}")
+        lines.append(f"  {'-':>8}    {kind:<{kind_width}} NOT injected  {why}")
     return "\n".join(lines)

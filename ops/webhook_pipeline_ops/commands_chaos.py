@@ -48,12 +48,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from webhook_pipeline_ops import chaos_switches
 from webhook_pipeline_ops.chaos import (
     FAULT_DESCRIPTIONS,
     FAULT_KINDS,
     NOT_INJECTED,
     AttemptLog,
     Copy,
+    NotInjected,
     ScheduledFault,
     interleave,
     reconcile,
@@ -113,6 +115,12 @@ def register(subparsers: Any) -> None:
         help="seconds to wait for the main queue to empty after the traffic (1800)",
     )
     p.add_argument("--poison", type=int, default=3, help="poison messages of the poison fault (3)")
+    p.add_argument(
+        "--throttle-rate",
+        type=float,
+        default=0.3,
+        help="share of TransactWriteItems/SendMessage throttled by aws-throttle (0.3)",
+    )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "chaos.json"))
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
@@ -559,6 +567,14 @@ class Run:
             return self.stop_moto(fault.hold)
         if kind == "processor-kill":
             return self.kill_processor()
+        if kind == "aws-throttle":
+            return chaos_switches.throttle(
+                self.ready, fault.hold, self.args.throttle_rate, self.args.seed
+            )
+        if kind in ("processor-crash-before-write", "processor-crash-after-write"):
+            return chaos_switches.crash(self.ready, kind.removeprefix("processor-"))
+        if kind == "hook-failing":
+            return chaos_switches.hook_failing(self.ready, fault.hold)
         if kind == "poison":
             return self.send_poison()
         if kind == "replay":
@@ -707,10 +723,6 @@ class Run:
                 ddb.delete_item(TableName=self.outputs["DeliveriesTableName"], Key=key)
                 return {"mode": mode, "deleted": f"{c.source}/{c.delivery_id}"}
         return {"mode": mode, "deleted": None}
-
-
-class NotInjected(Exception):
-    """The fault cannot be injected from outside this stack (the message says why)."""
 
 
 def sender_summary(copies: list[Copy], elapsed: float) -> dict[str, Any]:

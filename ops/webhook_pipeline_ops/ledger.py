@@ -17,6 +17,11 @@ once in effect; 2 or more when a duplicate, a redelivery or a replay applied it 
 that crashed before its commit, or lost the race to another run of the same delivery, commits
 nothing: that is the guarantee this measures). 0 for an applied delivery means its hook never
 took effect. A test and demonstration instrument: one more write per applied delivery.
+
+In the local stack a chaos run can make this hook fail for a while (the ``hook-failing`` switch
+of :mod:`webhook_pipeline_ops.local.faults`): until the switch's ``until`` it raises
+:class:`~webhook_pipeline_ops.local.faults.InjectedHookFailure` before building its item, and
+the processor retries the delivery with its hook still pending.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from webhook_pipeline.hooks import ANY_SOURCE, Effects, HookEvent, hook
+
+from webhook_pipeline_ops.local.faults import FaultSwitches, InjectedHookFailure
 
 LEDGER_TTL = timedelta(days=1)
 
@@ -40,7 +47,14 @@ def ledger_pk(source: str, delivery_id: str) -> str:
 def append_entry(event: HookEvent) -> Effects:
     """One ledger item for this run, returned as the hook's effect: the processor commits it in
     one transaction with the hook's done mark, so a run that crashed before the commit leaves no
-    item and a second, concurrent run of the same delivery's hook leaves none either."""
+    item and a second, concurrent run of the same delivery's hook leaves none either.
+
+    Raises
+    ------
+    InjectedHookFailure
+        The local stack's ``hook-failing`` switch is on (a chaos run's transient failure).
+    """
+    fail_if_switched(event)
     now = datetime.now(UTC)
     return Effects(
         (
@@ -61,6 +75,22 @@ def append_entry(event: HookEvent) -> Effects:
             },
         )
     )
+
+
+_SWITCHES = FaultSwitches.from_environment()
+
+
+def fail_if_switched(event: HookEvent) -> None:
+    """Raise :class:`InjectedHookFailure` while the ``hook-failing`` switch is on (one line per
+    failure in the switches' ``hook-failures.jsonl``); return otherwise."""
+    if _SWITCHES is None:
+        return
+    doc = _SWITCHES.read("hook-failing")
+    if doc is None or datetime.now(UTC).timestamp() >= float(doc.get("until", 0)):
+        return
+    failure = {"source": event.source, "delivery_id": event.delivery_id, "pid": os.getpid()}
+    _SWITCHES.record("hook-failures", failure)
+    raise InjectedHookFailure(f"injected hook failure (until {doc.get('until')})")
 
 
 def entries(client: Any, table_name: str, source: str, delivery_id: str) -> list[dict[str, Any]]:

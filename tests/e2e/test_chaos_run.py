@@ -72,6 +72,34 @@ def test_a_short_chaos_run_loses_nothing(tmp_path: Path) -> None:
     assert report["settle_seconds"] is not None
 
 
+def test_the_faults_made_through_the_stacks_switches_are_injected_and_absorbed(
+    tmp_path: Path,
+) -> None:
+    kinds = [
+        "aws-throttle",
+        "processor-crash-before-write",
+        "processor-crash-after-write",
+        "hook-failing",
+    ]
+    code, report, output = chaos(
+        tmp_path, "--count", "300", "--seed", "5", "--faults", ",".join(kinds), "--rate", "30"
+    )
+    assert code == 0, output[-4000:]
+    by_kind = {f["kind"]: f for f in report["faults"]}
+    assert sorted(by_kind) == sorted(kinds)
+    for kind in kinds:
+        assert by_kind[kind]["injected"], by_kind[kind]
+    assert "TransactWriteItems" in by_kind["aws-throttle"]["detail"]
+    assert "exited at crash-before-write" in by_kind["processor-crash-before-write"]["detail"]
+    assert "exited at crash-after-write" in by_kind["processor-crash-after-write"]["detail"]
+    assert "the hook failed" in by_kind["hook-failing"]["detail"]
+    assert report["not_injected"] == {}
+    rec = report["reconciliation"]
+    assert rec["lost"] == 0 and rec["double_applied"] == 0 and rec["applied_without_ledger"] == 0
+    assert rec["out_of_order_applied"] == 0 and rec["watermark_mismatches"] == 0
+    assert rec["hooks_pending"] == 0
+
+
 def test_the_negative_control_makes_the_proof_fail(tmp_path: Path) -> None:
     code, report, output = chaos(
         tmp_path,

@@ -3,6 +3,7 @@ passes and a case that must fail, over a sender's log and table items built by h
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -270,6 +271,20 @@ def test_the_schedule_is_seeded_and_has_every_kind_once() -> None:
     assert schedule_faults(FAULT_KINDS, 8) != a
     with pytest.raises(ValueError, match="unknown fault"):
         schedule_faults(["disk-full"], 1)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_schedule_keeps_the_held_faults_apart_and_bounded(seed: int) -> None:
+    faults = schedule_faults(FAULT_KINDS, seed)
+    middle = [f for f in faults if f.kind not in ("poison", "replay")]
+    assert all(0.10 <= f.at_progress <= 0.75 for f in middle)
+    points = [f.at_progress for f in middle]
+    assert all(b - a >= 0.019 for a, b in itertools.pairwise(points))
+    holds = {f.kind: f.hold for f in faults}
+    assert 6 <= holds["aws-throttle"] <= 10
+    assert 2 <= holds["hook-failing"] <= 4  # below visibility timeout x receives (5 s x 3)
+    assert holds["processor-crash-before-write"] == holds["processor-crash-after-write"] == 0
+    assert 0.80 <= next(f.at_progress for f in faults if f.kind == "replay") <= 0.90
 
 
 def test_render_names_every_fault_and_the_verdicts() -> None:

@@ -12,6 +12,10 @@ iteration``, an HTTP 500 the processor must then retry), so DynamoDB requests (t
 ``X-Amz-Target: DynamoDB_...`` JSON API) are served one at a time. Other services keep their
 threads; SQS long polls must not block the rest of the server.
 
+With ``WEBHOOK_PIPELINE_LOCAL_FAULTS_DIR`` set (the stack sets it), the ``throttle`` switch of
+:mod:`.faults` makes the server answer a share of ``TransactWriteItems`` and ``SendMessage``
+requests with throttling errors, for a chaos run.
+
 :class:`MotoProcess` starts and stops it from the stack.
 """
 
@@ -29,6 +33,8 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+from webhook_pipeline_ops.local.faults import FAULTS_DIR_VARIABLE
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _OPS_DIR = Path(__file__).resolve().parents[2]
@@ -54,9 +60,12 @@ class MotoProcess:
     """The moto server process: :meth:`start` (raises ``OSError`` when the port cannot be bound),
     :meth:`get_host_and_port`, :meth:`stop` (SIGTERM to its PID, then SIGKILL)."""
 
-    def __init__(self, ip_address: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, ip_address: str = "127.0.0.1", port: int = 0, faults_dir: Path | None = None
+    ) -> None:
         self.ip_address = ip_address
         self.requested_port = port
+        self.faults_dir = faults_dir
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -70,6 +79,8 @@ class MotoProcess:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(_OPS_DIR), os.environ.get("PYTHONPATH", "")) if p
         )
+        if self.faults_dir is not None:
+            env[FAULTS_DIR_VARIABLE] = str(self.faults_dir)
         try:
             self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
                 [
@@ -127,10 +138,14 @@ def serve(host: str, port: int, report_fd: int) -> int:
     from werkzeug.serving import make_server
 
     from webhook_pipeline_ops.local import moto_patches
+    from webhook_pipeline_ops.local.faults import FaultSwitches, ThrottleInjector
 
     moto_patches.apply()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request in the log
-    app = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
+    app: WsgiApp = SerializeDynamoDB(DomainDispatcherApplication(create_backend_app))
+    switches = FaultSwitches.from_environment()
+    if switches is not None:  # a chaos run's throttling switch (local.faults)
+        app = ThrottleInjector(app, switches)
     with os.fdopen(report_fd, "w") as report:
         try:
             server = make_server(host, port, app, True, request_handler=MotoRequestHandler)

@@ -47,6 +47,7 @@ from webhook_pipeline_ops.local import (
     project_root,
     state_dir,
 )
+from webhook_pipeline_ops.local.faults import FAULTS_DIR_VARIABLE, FaultSwitches
 from webhook_pipeline_ops.local.http_gateway import Gateway, Route, is_loopback
 from webhook_pipeline_ops.local.moto_server import MotoProcess
 from webhook_pipeline_ops.local.poller import SqsPoller
@@ -359,6 +360,7 @@ class LocalStack:
         self.endpoint = ""
         self.outputs: dict[str, Any] = {}
         self.requests = {"total": 0}
+        self.faults = FaultSwitches(self.dir / "faults")  # a chaos run's switches (local.faults)
 
     # -- start -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -451,7 +453,10 @@ class LocalStack:
 
     def _start_moto(self) -> None:
         bind = self._bind
-        self.moto = MotoProcess(ip_address=bind, port=self.options.moto_port)
+        self.faults.clear()  # no switch of an earlier run stays on
+        self.moto = MotoProcess(
+            ip_address=bind, port=self.options.moto_port, faults_dir=self.faults.directory
+        )
         try:
             self.moto.start()
         except OSError as exc:
@@ -497,6 +502,7 @@ class LocalStack:
             "AWS_DEFAULT_REGION": opts.region,
             "AWS_ENDPOINT_URL": self.endpoint,
             "POWERTOOLS_TRACE_DISABLED": "true",
+            FAULTS_DIR_VARIABLE: str(self.faults.directory),
         }
         for logical_id, spec in self.stack.functions.items():
             env = spec.environment
@@ -638,6 +644,7 @@ class LocalStack:
                 "redis_kind": self.redis.kind,
                 "redis_pid": self.redis.pid,
                 "moto_pid": self.moto.pid if self.moto else None,
+                "faults_dir": str(self.faults.directory),
                 "worker_pids": {k: fn.pids for k, fn in self.functions.items()},
                 "visibility_timeout": self._main_queue().visibility_timeout,
                 "max_receive_count": self._main_queue().max_receive_count,

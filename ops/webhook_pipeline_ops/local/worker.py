@@ -11,6 +11,10 @@ both ways are a 4-byte big-endian length and a JSON document:
    invoked_function_arn, timeout_seconds, aws_request_id}}``; the answer is ``{"result": ...}``
    or ``{"error": {"type", "message", "traceback"}}`` (the handler raised).
 
+With ``WEBHOOK_PIPELINE_LOCAL_FAULTS_DIR`` in its environment, the worker obeys the crash
+switches of :mod:`.faults` (a chaos run's processor killed before its DynamoDB write, or after
+it and before the batch response reaches the poller).
+
 The worker serves one invocation at a time (a Lambda execution environment) and exits when the
 parent closes the socket. Its stdout/stderr are the stack's (the functions' log lines).
 """
@@ -32,6 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from webhook_pipeline_ops.local.faults import (
+    FaultSwitches,
+    crash_if_switched,
+    install_crash_before_write,
+)
 
 _HEADER = struct.Struct(">I")
 
@@ -135,6 +145,9 @@ def serve(sock: socket.socket) -> int:
         send_frame(sock, {"error": _error(exc)})
         return 0
     send_frame(sock, {"ok": True, "pid": os.getpid()})
+    switches = FaultSwitches.from_environment()
+    if switches is not None:  # a chaos run's crash points (local.faults)
+        install_crash_before_write(switches, init["logical_id"])
     while True:
         try:
             request = recv_frame(sock)
@@ -146,6 +159,7 @@ def serve(sock: socket.socket) -> int:
         except Exception as exc:
             reply = {"error": _error(exc)}
         sys.stdout.flush()
+        crash_if_switched(switches, "crash-after-write", init["logical_id"])
         try:
             send_frame(sock, reply)
         except (TypeError, ValueError) as exc:  # a result JSON cannot carry
