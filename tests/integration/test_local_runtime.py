@@ -5,7 +5,10 @@ Handlers here are small files written per test; the workers are real subprocesse
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -156,3 +159,55 @@ def test_a_failing_cold_start_is_reported_with_the_exception(tmp_path: Path) -> 
         fn.load()
     assert caught.value.error_type == "ValueError" and "QUEUE_URL" in caught.value.message
     fn.stop()
+
+
+LOUD_HANDLER = """
+import json, os
+
+def handler(event, context):
+    for i in range(event["lines"]):
+        print(json.dumps({"pid": os.getpid(), "i": i, "pad": "x" * event["width"]}))
+    return {"pid": os.getpid()}
+"""
+
+LOUD_DRIVER = """
+import sys, threading
+from pathlib import Path
+from webhook_pipeline_ops.local.provision import FunctionSpec
+from webhook_pipeline_ops.local.runtime import LocalFunction
+
+code = Path(sys.argv[1])
+spec = FunctionSpec("Loud", "stack-loud", code, "app.handler", 30, 128, {}, [], [], [])
+fn = LocalFunction(spec, {}, "us-east-1", concurrency=3)
+fn.load()
+threads = [
+    threading.Thread(target=fn.invoke, args=({"lines": 400, "width": 1500},)) for _ in range(3)
+]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+fn.stop()
+"""
+
+
+def test_concurrent_workers_write_whole_lines_to_the_shared_stdout(tmp_path: Path) -> None:
+    """Workers share the stack's stdout (one file): each log line arrives whole, never cut by
+    another worker's output (what ``audit --local`` parses)."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "app.py").write_text(LOUD_HANDLER)
+    out = tmp_path / "stdout.log"
+    with out.open("wb") as stdout:
+        subprocess.run(
+            [sys.executable, "-c", LOUD_DRIVER, str(code)],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            check=True,
+            timeout=120,
+            env={**os.environ, "PYTHONUNBUFFERED": ""},
+        )
+    lines = out.read_text().splitlines()
+    docs = [json.loads(line) for line in lines]  # a cut line would not parse
+    assert len(docs) == 1200
+    assert len({d["pid"] for d in docs}) == 3

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import json
 import os
 import signal
@@ -168,6 +169,13 @@ def serve(sock: socket.socket) -> int:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the stack stops its workers (Ctrl-C: the group)
+    # Every worker writes to the stack's one stdout: a whole line per write() call, so lines of
+    # concurrent workers never interleave (block buffering flushed 8 KB chunks that cut log
+    # lines in two, and `audit --local` then missed an acceptance). On Lambda each line is a
+    # log event of its own.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)
     sock = socket.socket(fileno=int(argv[0]))
     try:
         return serve(sock)
