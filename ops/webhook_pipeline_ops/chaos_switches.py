@@ -32,17 +32,24 @@ def switches_of(ready: dict[str, Any]) -> FaultSwitches:
     return FaultSwitches(Path(folder))
 
 
-def throttle(ready: dict[str, Any], hold: float, rate: float, seed: int) -> str:
-    """Throttle a share ``rate`` (0..1) of ``TransactWriteItems`` and ``SendMessage`` for
-    ``hold`` seconds."""
-    switches = switches_of(ready)
-    before = len(switches.records("throttled"))
-    switches.arm("throttle", {"rate": rate, "until": time.time() + hold, "seed": seed})
+def _hold(
+    switches: FaultSwitches, name: str, doc: dict[str, Any], hold: float, log_name: str
+) -> list[dict[str, Any]]:
+    """Switch ``name`` on with ``doc`` for ``hold`` seconds; the records ``log_name`` gained."""
+    before = len(switches.records(log_name))
+    switches.arm(name, doc)
     try:
         time.sleep(hold)
     finally:
-        switches.disarm("throttle")
-    answers = switches.records("throttled")[before:]
+        switches.disarm(name)
+    return switches.records(log_name)[before:]
+
+
+def throttle(ready: dict[str, Any], hold: float, rate: float, seed: int) -> str:
+    """Throttle a share ``rate`` (0..1) of ``TransactWriteItems`` and ``SendMessage`` for
+    ``hold`` seconds."""
+    doc = {"rate": rate, "until": time.time() + hold, "seed": seed}
+    answers = _hold(switches_of(ready), "throttle", doc, hold, "throttled")
     if not answers:
         raise NotInjected(f"no TransactWriteItems or SendMessage arrived in {hold:.1f} s")
     counts = Counter(f"{a['op']} {a['code']}" for a in answers)
@@ -68,14 +75,8 @@ def crash(ready: dict[str, Any], point: str) -> str:
 
 def hook_failing(ready: dict[str, Any], hold: float) -> str:
     """Make the ledger hook raise for ``hold`` seconds."""
-    switches = switches_of(ready)
-    before = len(switches.records("hook-failures"))
-    switches.arm("hook-failing", {"until": time.time() + hold})
-    try:
-        time.sleep(hold)
-    finally:
-        switches.disarm("hook-failing")
-    failures = switches.records("hook-failures")[before:]
+    doc = {"until": time.time() + hold}
+    failures = _hold(switches_of(ready), "hook-failing", doc, hold, "hook-failures")
     if not failures:
         raise NotInjected(
             f"no hook ran in {hold:.1f} s (is the ledger hook loaded? "
