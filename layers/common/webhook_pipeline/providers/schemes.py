@@ -167,16 +167,18 @@ class BodyHmacProvider(Provider):
         return headers
 
 
-def github_published_vector(header: str) -> Vector:
+def github_published_vector(header: str, reference: str | None = None) -> Vector:
     """GitHub's published vector (secret ``It's a Secret to Everybody``, body ``Hello, World!``)
-    under ``header``, for providers that compute the same ``sha256=<hex>`` of the body."""
+    under ``header``, for GitHub and the providers that compute the same ``sha256=<hex>`` of the
+    body; ``reference`` (when given) replaces the default one naming the reuse."""
     return Vector(
         secret="It's a Secret to Everybody",
         headers={header: "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"},
         body=b"Hello, World!",
         now=0,
         origin="published",
-        reference="github/docs validating-webhook-deliveries.md: the same HMAC-SHA256 hex of "
+        reference=reference
+        or "github/docs validating-webhook-deliveries.md: the same HMAC-SHA256 hex of "
         f"the body with a sha256= prefix, here under {header}",
     )
 
