@@ -17,7 +17,14 @@ captured body resent under a new id.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import (
+    DAY,
+    Defaults,
+    Sample,
+    Signs,
+    iso_utc,
+    recipe_vector,
+)
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 
@@ -56,14 +63,10 @@ class Sentry(BodyHmacProvider):
     delivery_header = DELIVERY_HEADER
     dev_secret = "dev-sentry-client-secret-local"
     vectors = (
-        Vector(
-            secret="sentry_secret",
-            headers={HEADER: "161e4584368043adf6856fd277bb7011f5ecee72653bbc8ab7429365fcc91316"},
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-            "section 16); self-consistency only: Sentry publishes no vector and no signer",
+        recipe_vector(
+            "sentry_secret",
+            {HEADER: "161e4584368043adf6856fd277bb7011f5ecee72653bbc8ab7429365fcc91316"},
+            publisher="Sentry",
         ),
     )
 
