@@ -16,16 +16,10 @@ body-consistency check are the guard.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import (
-    DAY,
-    Defaults,
-    Sample,
-    Signs,
-    iso_utc,
-    recipe_vector,
-)
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import BodyHmacProvider, github_published_vector
+from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import github_published_vector, recipe_vector
 
 HEADER = "X-Hub-Signature"
 DELIVERY_HEADER = "X-Request-UUID"

@@ -15,16 +15,10 @@ body's ``payload.uri`` (the invitee or routing-form submission the event is abou
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import (
-    DAY,
-    Defaults,
-    Sample,
-    Signs,
-    iso_utc,
-    recipe_vector,
-)
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "Calendly-Webhook-Signature"
 

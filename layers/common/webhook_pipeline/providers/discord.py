@@ -45,10 +45,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-)
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation

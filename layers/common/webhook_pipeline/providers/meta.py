@@ -31,7 +31,8 @@ from webhook_pipeline.providers.model import (
     Signs,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import BodyHmacProvider, github_published_vector
+from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import github_published_vector
 from webhook_pipeline.secrets import SourceSecret
 
 

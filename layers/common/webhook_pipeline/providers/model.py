@@ -219,32 +219,6 @@ class Vector:
     url: str | None = None
 
 
-RECIPE_BODY = b'{"id":"evt_1","type":"test"}'
-
-
-def recipe_vector(
-    secret: str,
-    headers: Mapping[str, str],
-    *,
-    publisher: str,
-    now: float = 0,
-    section: int = 16,
-    lacking: str = "no vector and no signer",
-) -> Vector:
-    """A vector over :data:`RECIPE_BODY` computed with stdlib ``hmac`` from the documented recipe
-    (providers-wave2.md ``section``), for a provider (``publisher``) that publishes ``lacking``:
-    ``origin="self"``, so it proves self-consistency only, and the reference says so."""
-    return Vector(
-        secret=secret,
-        headers=headers,
-        body=RECIPE_BODY,
-        now=now,
-        origin="self",
-        reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-        f"section {section}); self-consistency only: {publisher} publishes {lacking}",
-    )
-
-
 @dataclass(frozen=True)
 class SignedRequest:
     """What a sender sends (:meth:`Provider.sign_request`): the headers it attaches, the body

@@ -38,7 +38,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
-from webhook_pipeline.providers.model import Vector, Verified
+from webhook_pipeline.providers.model import Verified
 
 Encoding = Literal["hex", "base64"]
 
@@ -165,22 +165,6 @@ class BodyHmacProvider(Provider):
         if self.delivery_header is not None:
             headers[self.delivery_header] = delivery_id
         return headers
-
-
-def github_published_vector(header: str, reference: str | None = None) -> Vector:
-    """GitHub's published vector (secret ``It's a Secret to Everybody``, body ``Hello, World!``)
-    under ``header``, for GitHub and the providers that compute the same ``sha256=<hex>`` of the
-    body; ``reference`` (when given) replaces the default one naming the reuse."""
-    return Vector(
-        secret="It's a Secret to Everybody",
-        headers={header: "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"},
-        body=b"Hello, World!",
-        now=0,
-        origin="published",
-        reference=reference
-        or "github/docs validating-webhook-deliveries.md: the same HMAC-SHA256 hex of "
-        f"the body with a sha256= prefix, here under {header}",
-    )
 
 
 # -- t=<seconds>,<key>=<hex> over {t}.{body} -----------------------------------------------------

@@ -17,16 +17,10 @@ captured body resent under a new id.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import (
-    DAY,
-    Defaults,
-    Sample,
-    Signs,
-    iso_utc,
-    recipe_vector,
-)
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "Sentry-Hook-Signature"
 DELIVERY_HEADER = "Request-ID"

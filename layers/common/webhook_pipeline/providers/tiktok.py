@@ -15,9 +15,10 @@ same on every retry of one event (the combination is third-party advice, UNVERIF
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, recipe_vector
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "TikTok-Signature"
 

@@ -15,16 +15,10 @@ dedup gate and the body-consistency check are the guard). The delivery id is the
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import (
-    HOUR,
-    Defaults,
-    Sample,
-    Signs,
-    iso_utc,
-    recipe_vector,
-)
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "Typeform-Signature"
 

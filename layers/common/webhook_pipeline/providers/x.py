@@ -21,16 +21,10 @@ from typing import Any
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.challenges import HmacQueryChallenge
-from webhook_pipeline.providers.model import (
-    DAY,
-    Defaults,
-    HandshakeSample,
-    Sample,
-    Signs,
-    recipe_vector,
-)
+from webhook_pipeline.providers.model import DAY, Defaults, HandshakeSample, Sample, Signs
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "x-twitter-webhooks-signature"

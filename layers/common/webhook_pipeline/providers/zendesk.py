@@ -22,15 +22,7 @@ from collections.abc import Sequence
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.model import (
-    DAY,
-    Defaults,
-    Sample,
-    Signs,
-    Verified,
-    iso_utc,
-    recipe_vector,
-)
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Verified, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import (
     encode_digest,
@@ -40,6 +32,7 @@ from webhook_pipeline.providers.schemes import (
     parse_rfc3339,
     utf8_hmac,
 )
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "X-Zendesk-Webhook-Signature"
 TIMESTAMP_HEADER = "X-Zendesk-Webhook-Signature-Timestamp"

@@ -25,9 +25,7 @@ from typing import Any
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.crypto import (
-    hmac_digest,
-)
+from webhook_pipeline.providers.crypto import hmac_digest
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
