@@ -147,11 +147,7 @@ class Ping(Handshake):
             "user": {"id": "53908232506183680", "username": "discord"},
             "version": 1,
         }
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json", "user-agent": "Discord-Interactions/1.0"},
-        )
+        return HandshakeSample.json(body, **{"user-agent": "Discord-Interactions/1.0"})
 
 
 @register

@@ -21,7 +21,6 @@ Ordering: none by default: events are a stream of messages, not states of one re
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
@@ -46,6 +45,7 @@ from webhook_pipeline.providers.model import (
     Verified,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import json_object
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "x-line-signature"
@@ -65,22 +65,15 @@ class LineVerify(Handshake):
     def matches(self, request: WebhookRequest) -> bool:
         if b'"events"' not in request.body:
             return False
-        try:
-            doc = json.loads(request.body)
-        except (ValueError, RecursionError):
-            return False
-        return isinstance(doc, dict) and doc.get("events") == []
+        doc = json_object(request.body)
+        return doc is not None and doc.get("events") == []
 
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
         return Answer(200, {"status": "verified"})
 
     def sample(self, secret: SourceSecret) -> HandshakeSample:
         body = {"destination": "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "events": []}
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json; charset=utf-8"},
-        )
+        return HandshakeSample.json(body, **{"content-type": "application/json; charset=utf-8"})
 
 
 @register

@@ -96,11 +96,7 @@ class UrlValidation(Handshake):
             "event_ts": 1654503849680,
             "event": VALIDATION_EVENT,
         }
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json; charset=utf-8"},
-        )
+        return HandshakeSample.json(body, **{"content-type": "application/json; charset=utf-8"})
 
 
 @register
