@@ -121,13 +121,7 @@ class Paddle(TimestampedHmacProvider):
     )
 
     def validate_secret(self, secret: str) -> None:
-        """An endpoint secret key: printable ASCII without spaces, at least 16 characters.
-
-        Raises
-        ------
-        ConfigurationError
-            Empty, shorter than 16 characters, or holding spaces or non-ASCII characters.
-        """
+        """An endpoint secret key, as :func:`check_printable_key` checks it."""
         super().validate_secret(secret)
         check_printable_key(secret, "Paddle secret key")
 

@@ -108,13 +108,7 @@ class Square(Provider):
     )
 
     def validate_secret(self, secret: str) -> None:
-        """A subscription signature key: printable ASCII without spaces, 16 characters or more.
-
-        Raises
-        ------
-        ConfigurationError
-            Empty, shorter than 16 characters, or holding spaces or non-ASCII characters.
-        """
+        """A subscription signature key, as :func:`check_printable_key` checks it."""
         super().validate_secret(secret)
         check_printable_key(secret, "Square signature key")
 
