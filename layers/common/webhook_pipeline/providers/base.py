@@ -287,8 +287,13 @@ class Provider(ABC):
 
     def signed_header_names(self) -> frozenset[str]:
         """Lower-case names of headers this provider's signature always covers (static; used at
-        source load to tell signed from unsigned field locations)."""
-        return frozenset()
+        source load to tell signed from unsigned field locations). The default: the
+        :attr:`timestamp_header`, when the signed timestamp has a header of its own (Slack,
+        Zendesk, Discord...); a scheme that signs other headers overrides this."""
+        header = self.timestamp_header
+        if header is None or header == self.signature_header:
+            return frozenset()
+        return frozenset({header.lower()})
 
     # -- answers ----------------------------------------------------------------------------
 

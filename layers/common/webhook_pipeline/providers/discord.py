@@ -215,9 +215,6 @@ class Discord(Provider):
         """The application public key: 64 hex characters (raises ConfigurationError)."""
         load_public_key(secret)
 
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
-
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a Discord interaction against the application public key(s).
 

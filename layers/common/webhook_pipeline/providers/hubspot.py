@@ -179,9 +179,6 @@ class HubSpot(Provider):
             signed_headers=frozenset({TIMESTAMP_HEADER.lower()}),
         )
 
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
-
     def sign(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
     ) -> dict[str, str]:

@@ -357,9 +357,6 @@ class V0HmacProvider(Provider):
 
     v0_digest_bytes: ClassVar[int | None] = None
 
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({(self.timestamp_header or "").lower()})
-
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify the ``v0`` signature and the freshness of its timestamp.
 

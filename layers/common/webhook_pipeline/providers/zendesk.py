@@ -84,9 +84,6 @@ class Zendesk(Provider):
         ),
     )
 
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
-
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a Zendesk delivery.
 
