@@ -44,7 +44,7 @@ from urllib.parse import parse_qsl, urlencode
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     hmac_digest,
@@ -112,7 +112,7 @@ def signed_string(timestamp: str, token: str) -> bytes:
 
 
 @register
-class Mailgun(Provider):
+class Mailgun(InlineCredentialProvider):
     """Mailgun's webhook signature (inside the body).
 
     Body shapes: JSON ``{"signature": {"timestamp": "<seconds>", "token": "<50 chars>",
@@ -220,12 +220,6 @@ class Mailgun(Provider):
         )
         self.check_fresh(timestamp, now)
         return Verified(secret_index=index, timestamp=timestamp, replay_token=token)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """No headers: Mailgun's signature is in the body (:meth:`sign_request` writes it)."""
-        return {}
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
