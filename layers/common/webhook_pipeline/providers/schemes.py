@@ -1,7 +1,7 @@
 """Scheme shapes several providers share, so that a provider module declares only what differs.
 
 - :class:`BodyHmacProvider`: the HMAC-SHA256 of the raw body in one header, as
-  ``<prefix><digest>`` in hex or base64 (Typeform, Sentry, Bitbucket, Jira, X, Linear...).
+  ``<prefix><digest>`` in hex or base64 (GitHub, Meta, LINE, Bitbucket, Jira, X...).
 - :class:`TimestampedHmacProvider`: ``<header>: t=<seconds>,<key>=<hex>`` over ``{t}.{body}``
   (Stripe and Calendly ``v1=``, TikTok ``s=``; Paddle's ``ts=..;h1=..`` over ``{ts}:{body}``).
 - :func:`parse_rfc3339` / :func:`format_rfc3339`: strict RFC 3339 timestamps (Twitch, Zendesk).
@@ -135,11 +135,13 @@ class BodyHmacProvider(Provider):
     """A provider whose signature is ``<signature_header>: <hmac_prefix><digest>``, the
     HMAC-SHA256 of the raw body keyed with the secret as UTF-8, in ``hmac_encoding``. No
     timestamp, no signed id: :attr:`delivery_header` (when set) is where :meth:`sign` puts the
-    delivery id, an unsigned header.
+    delivery id, an unsigned header. :attr:`hmac_digest_bytes` (when set) is the only digest
+    length accepted; any other is ``signature_malformed``.
     """
 
     hmac_prefix: ClassVar[str] = ""
     hmac_encoding: ClassVar[Encoding] = "hex"
+    hmac_digest_bytes: ClassVar[int | None] = None
     delivery_header: ClassVar[str | None] = None
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -148,12 +150,14 @@ class BodyHmacProvider(Provider):
         Raises
         ------
         VerificationError
-            ``signature_missing``, ``signature_malformed`` (prefix or encoding),
+            ``signature_missing``, ``signature_malformed`` (prefix, encoding or length),
             ``signature_invalid`` (no secret matches).
         """
-        digest = header_digest(
-            request, self.signature_header, prefix=self.hmac_prefix, encoding=self.hmac_encoding
-        )
+        header, size = self.signature_header, self.hmac_digest_bytes
+        prefix, encoding = self.hmac_prefix, self.hmac_encoding
+        digest = header_digest(request, header, prefix=prefix, encoding=encoding)
+        if size is not None and len(digest) != size:
+            raise VerificationError("signature_malformed", f"{header} is not a {size}-byte digest")
         return Verified(secret_index=match_utf8_hmac(secrets, request.body, [digest]))
 
     def sign(
