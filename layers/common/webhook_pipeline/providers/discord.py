@@ -76,33 +76,33 @@ TIMESTAMP_HEADER = "X-Signature-Timestamp"
 PING, PONG, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE = 1, 1, 5
 
 
-@functools.lru_cache(maxsize=64)
-def load_public_key(stored: str) -> Ed25519PublicKey:
-    """The Ed25519 public key of an application public key (64 hex characters).
+def _hex_key(text: str, problem: str) -> bytes:
+    """The 32 bytes of a key in 64 hex characters (either case).
 
     Raises
     ------
     ConfigurationError
-        Not 64 hex characters.
+        ``problem``: not 64 hex characters.
     """
-    raw = decode_hex(stored, uppercase=True)
+    raw = decode_hex(text, uppercase=True)
     if raw is None or len(raw) != 32:
-        raise ConfigurationError("a Discord public key is 64 hex characters (32 bytes)")
+        raise ConfigurationError(problem)
+    return raw
+
+
+@functools.lru_cache(maxsize=64)
+def load_public_key(stored: str) -> Ed25519PublicKey:
+    """The Ed25519 public key of an application public key (64 hex characters; else
+    ``ConfigurationError``)."""
+    raw = _hex_key(stored, "a Discord public key is 64 hex characters (32 bytes)")
     return Ed25519PublicKey.from_public_bytes(raw)
 
 
 @functools.lru_cache(maxsize=16)
 def load_private_key(secret: str) -> Ed25519PrivateKey:
-    """The Ed25519 signing key of a development secret: the 32-byte seed in 64 hex characters.
-
-    Raises
-    ------
-    ConfigurationError
-        Not 64 hex characters.
-    """
-    seed = decode_hex(secret, uppercase=True)
-    if seed is None or len(seed) != 32:
-        raise ConfigurationError("a Discord signing key is a 32-byte Ed25519 seed in hex")
+    """The Ed25519 signing key of a development secret: the 32-byte seed in 64 hex characters
+    (else ``ConfigurationError``)."""
+    seed = _hex_key(secret, "a Discord signing key is a 32-byte Ed25519 seed in hex")
     return Ed25519PrivateKey.from_private_bytes(seed)
 
 
