@@ -47,7 +47,7 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest, public_url
+from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
@@ -83,12 +83,6 @@ def decode_uri(uri: str) -> str:
     """``uri`` with the escapes of HubSpot's table decoded (``%3A`` -> ``:``...), the others
     (``%20``, ``%25``...) kept."""
     return _ESCAPE.sub(lambda m: _DECODED[m.group(1).upper()], uri)
-
-
-def signed_url(request: WebhookRequest) -> str:
-    """The URL HubSpot called: ``request.public_url`` as the ingest set it, else rebuilt from
-    the request itself."""
-    return request.public_url or public_url(request, None, None)
 
 
 @register
@@ -162,7 +156,7 @@ class HubSpot(Provider):
         if digest is None or len(digest) != 32:
             raise VerificationError("signature_malformed", f"{HEADER} is not base64 of 32 bytes")
         raw_ts, millis = timestamp_header(request, TIMESTAMP_HEADER)
-        uri = signed_url(request)
+        uri = called_url(request)
         uris = list(dict.fromkeys((decode_uri(uri), uri)))
         tail = request.body + raw_ts.encode("ascii")
         messages = [(request.method + u).encode("utf-8") + tail for u in uris]

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest, public_url
+from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     check_printable_key,
@@ -39,12 +39,6 @@ from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vecto
 from webhook_pipeline.providers.registry import register
 
 HEADER = "x-square-hmacsha256-signature"
-
-
-def signed_url(request: WebhookRequest) -> str:
-    """The URL the sender called: ``request.public_url`` as the ingest set it, else rebuilt from
-    the request itself (``https://<host><path>?<query>``)."""
-    return request.public_url or public_url(request, None, None)
 
 
 @register
@@ -124,7 +118,7 @@ class Square(Provider):
         digest = decode_base64(signature_header(request, HEADER))
         if digest is None or len(digest) != 32:
             raise VerificationError("signature_malformed", f"{HEADER} is not base64 of 32 bytes")
-        signed = signed_url(request).encode("utf-8") + request.body
+        signed = called_url(request).encode("utf-8") + request.body
         index = match_secrets(
             secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), [digest]
         )
