@@ -51,13 +51,13 @@ from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
-    hmac_digest,
     match_secrets_any,
     signature_header,
     timestamp_header,
 )
 from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import utf8_hmac
 
 HEADER = "X-HubSpot-Signature-v3"
 TIMESTAMP_HEADER = "X-HubSpot-Request-Timestamp"
@@ -162,7 +162,7 @@ class HubSpot(Provider):
         messages = [(request.method + u).encode("utf-8") + tail for u in uris]
         index = match_secrets_any(
             secrets,
-            lambda secret: (hmac_digest(secret.encode("utf-8"), m) for m in messages),
+            lambda secret: (utf8_hmac(secret, m) for m in messages),
             [digest],
         )
         self.check_fresh(millis / 1000, now)
@@ -180,7 +180,7 @@ class HubSpot(Provider):
         as milliseconds)."""
         ts = str(int(timestamp) * 1000)
         message = ("POST" + decode_uri(url)).encode("utf-8") + body + ts.encode("ascii")
-        digest = hmac_digest(secret.encode("utf-8"), message)
+        digest = utf8_hmac(secret, message)
         return {HEADER: base64.b64encode(digest).decode("ascii"), TIMESTAMP_HEADER: ts}
 
     def sample(

@@ -31,12 +31,11 @@ from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     check_printable_key,
     decode_base64,
-    hmac_digest,
-    match_secrets,
     signature_header,
 )
 from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 
 HEADER = "x-square-hmacsha256-signature"
 
@@ -119,16 +118,14 @@ class Square(Provider):
         if digest is None or len(digest) != 32:
             raise VerificationError("signature_malformed", f"{HEADER} is not base64 of 32 bytes")
         signed = called_url(request).encode("utf-8") + request.body
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), [digest]
-        )
+        index = match_utf8_hmac(secrets, signed, [digest])
         return Verified(secret_index=index)
 
     def sign(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
     ) -> dict[str, str]:
         """The signature over ``url`` + ``body`` (``url``: the notification URL)."""
-        digest = hmac_digest(secret.encode("utf-8"), url.encode("utf-8") + body)
+        digest = utf8_hmac(secret, url.encode("utf-8") + body)
         return {HEADER: base64.b64encode(digest).decode("ascii")}
 
     def sample(
