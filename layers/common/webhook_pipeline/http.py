@@ -181,3 +181,9 @@ def public_url(request: WebhookRequest, source_url: str | None, base_url: str | 
     if base_url:
         return base_url.rstrip("/") + request.path + query
     return f"https://{request.host}{request.path}{query}"
+
+
+def called_url(request: WebhookRequest) -> str:
+    """The URL the sender called, for a provider that signs it (Twilio, Square, HubSpot):
+    ``request.public_url`` as the ingest set it, else rebuilt from the request itself."""
+    return request.public_url or public_url(request, None, None)

@@ -40,7 +40,7 @@ from typing import Any
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import decode_base64, hmac_digest, match_secrets
 from webhook_pipeline.providers.model import (
     DAY,
@@ -169,7 +169,7 @@ def _matching_key(secrets: Sequence[str], signed: bytes, digest: bytes) -> int:
 
 
 @register
-class Adyen(Provider):
+class Adyen(InlineCredentialProvider):
     """Adyen's per-item HMAC (see the module docstring)."""
 
     name = "adyen"
@@ -250,12 +250,6 @@ class Adyen(Provider):
             index = _matching_key(secrets, signing_string(item), item_signature(item))
             highest = max(highest, index)
         return Verified(secret_index=highest)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """No headers: Adyen's signatures are inside the body (:meth:`sign_request`)."""
-        return {}
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""

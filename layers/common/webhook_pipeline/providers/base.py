@@ -25,7 +25,8 @@ A provider module defines one :class:`Provider` subclass and registers it with
 Everything else (the registry, the simulator, ``events/``, the local stack's development secrets,
 the shared tests, the README's provider table) reads these declarations. The value types they
 are declared with (:class:`Signs`, :class:`Defaults`, :class:`Vector`...) are in
-:mod:`webhook_pipeline.providers.model`.
+:mod:`webhook_pipeline.providers.model`. A provider whose credential travels in the body or the
+URL rather than a header subclasses :class:`InlineCredentialProvider`.
 """
 
 from __future__ import annotations
@@ -287,8 +288,13 @@ class Provider(ABC):
 
     def signed_header_names(self) -> frozenset[str]:
         """Lower-case names of headers this provider's signature always covers (static; used at
-        source load to tell signed from unsigned field locations)."""
-        return frozenset()
+        source load to tell signed from unsigned field locations). The default: the
+        :attr:`timestamp_header`, when the signed timestamp has a header of its own (Slack,
+        Zendesk, Discord...); a scheme that signs other headers overrides this."""
+        header = self.timestamp_header
+        if header is None or header == self.signature_header:
+            return frozenset()
+        return frozenset({header.lower()})
 
     # -- answers ----------------------------------------------------------------------------
 
@@ -359,3 +365,21 @@ class Provider(ABC):
         """The Secrets Manager value of the development secret (plain, or the JSON object when
         a handshake needs more than the signing secret)."""
         return self.dev_secret
+
+
+class InlineCredentialProvider(Provider):
+    """A provider whose sender attaches no signature header: the credential travels inside the
+    body (Adyen's per-item ``hmacSignature``, Mailgun's ``signature``) or the URL (Mollie's
+    token), and :meth:`sign_request` writes it there."""
+
+    def sign(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> dict[str, str]:
+        """No headers: the credential is in the body or the URL (:meth:`sign_request`)."""
+        return {}
+
+    @abstractmethod
+    def sign_request(
+        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
+    ) -> SignedRequest:
+        """What the sender sends, with the credential written into the body or the URL."""

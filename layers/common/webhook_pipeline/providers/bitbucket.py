@@ -16,9 +16,10 @@ body-consistency check are the guard.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import BodyHmacProvider, github_published_vector
+from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import github_published_vector, recipe_vector
 
 HEADER = "X-Hub-Signature"
 DELIVERY_HEADER = "X-Request-UUID"
@@ -57,15 +58,10 @@ class Bitbucket(BodyHmacProvider):
     dev_secret = "dev-bitbucket-webhook-secret-local"
     vectors = (
         github_published_vector(HEADER),
-        Vector(
-            secret="bb_secret",
-            headers={
-                HEADER: "sha256=500570a40c8091944422ffc1de743afb5cfc9d0a1589fa6b21aae2e0689e687c"
-            },
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="computed with stdlib hmac from the recipe (providers-wave2 section 16)",
+        recipe_vector(
+            "bb_secret",
+            {HEADER: "sha256=500570a40c8091944422ffc1de743afb5cfc9d0a1589fa6b21aae2e0689e687c"},
+            publisher="Bitbucket",
         ),
     )
 

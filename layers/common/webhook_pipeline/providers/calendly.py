@@ -15,9 +15,10 @@ body's ``payload.uri`` (the invitee or routing-form submission the event is abou
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "Calendly-Webhook-Signature"
 
@@ -57,17 +58,14 @@ class Calendly(TimestampedHmacProvider):
     signature_key = "v1"
     dev_secret = "dev-calendly-signing-key-local"
     vectors = (
-        Vector(
-            secret="cal_key",
-            headers={
+        recipe_vector(
+            "cal_key",
+            {
                 HEADER: "t=1700000000,"
                 "v1=9bbad6e0709f0607fd1b19bf963f23039b13113d381bfd438e28cec898ca0db6"
             },
-            body=b'{"id":"evt_1","type":"test"}',
+            publisher="Calendly",
             now=1_700_000_000,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-            "section 16); self-consistency only: Calendly publishes no vector and no signer",
         ),
     )
 

@@ -18,14 +18,7 @@ import base64
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.standard_webhooks import StandardWebhooks
-
-SVIX_VECTOR = next(v for v in StandardWebhooks.vectors if "svix-id" in v.headers)
-
-
-def as_svix(headers: dict[str, str]) -> dict[str, str]:
-    """``webhook-*`` headers renamed to the ``svix-*`` family Svix sends."""
-    return {k.replace("webhook-", "svix-", 1): v for k, v in headers.items()}
+from webhook_pipeline.providers.standard_webhooks import SVIX_VECTOR, StandardWebhooks, as_svix
 
 
 class SvixDelivered(StandardWebhooks):

@@ -45,10 +45,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-)
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
@@ -79,33 +76,33 @@ TIMESTAMP_HEADER = "X-Signature-Timestamp"
 PING, PONG, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE = 1, 1, 5
 
 
-@functools.lru_cache(maxsize=64)
-def load_public_key(stored: str) -> Ed25519PublicKey:
-    """The Ed25519 public key of an application public key (64 hex characters).
+def _hex_key(text: str, problem: str) -> bytes:
+    """The 32 bytes of a key in 64 hex characters (either case).
 
     Raises
     ------
     ConfigurationError
-        Not 64 hex characters.
+        ``problem``: not 64 hex characters.
     """
-    raw = decode_hex(stored, uppercase=True)
+    raw = decode_hex(text, uppercase=True)
     if raw is None or len(raw) != 32:
-        raise ConfigurationError("a Discord public key is 64 hex characters (32 bytes)")
+        raise ConfigurationError(problem)
+    return raw
+
+
+@functools.lru_cache(maxsize=64)
+def load_public_key(stored: str) -> Ed25519PublicKey:
+    """The Ed25519 public key of an application public key (64 hex characters; else
+    ``ConfigurationError``)."""
+    raw = _hex_key(stored, "a Discord public key is 64 hex characters (32 bytes)")
     return Ed25519PublicKey.from_public_bytes(raw)
 
 
 @functools.lru_cache(maxsize=16)
 def load_private_key(secret: str) -> Ed25519PrivateKey:
-    """The Ed25519 signing key of a development secret: the 32-byte seed in 64 hex characters.
-
-    Raises
-    ------
-    ConfigurationError
-        Not 64 hex characters.
-    """
-    seed = decode_hex(secret, uppercase=True)
-    if seed is None or len(seed) != 32:
-        raise ConfigurationError("a Discord signing key is a 32-byte Ed25519 seed in hex")
+    """The Ed25519 signing key of a development secret: the 32-byte seed in 64 hex characters
+    (else ``ConfigurationError``)."""
+    seed = _hex_key(secret, "a Discord signing key is a 32-byte Ed25519 seed in hex")
     return Ed25519PrivateKey.from_private_bytes(seed)
 
 
@@ -150,11 +147,7 @@ class Ping(Handshake):
             "user": {"id": "53908232506183680", "username": "discord"},
             "version": 1,
         }
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json", "user-agent": "Discord-Interactions/1.0"},
-        )
+        return HandshakeSample.json(body, **{"user-agent": "Discord-Interactions/1.0"})
 
 
 @register
@@ -221,9 +214,6 @@ class Discord(Provider):
     def validate_secret(self, secret: str) -> None:
         """The application public key: 64 hex characters (raises ConfigurationError)."""
         load_public_key(secret)
-
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a Discord interaction against the application public key(s).

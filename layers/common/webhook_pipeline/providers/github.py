@@ -14,56 +14,23 @@ fresh id from a new delivery. Only the body is proven authentic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.crypto import (
-    decode_hex,
-    hmac_digest,
-    match_secrets,
-    signature_header,
-)
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import github_published_vector
 
 HEADER = "X-Hub-Signature-256"
 DELIVERY_HEADER = "X-GitHub-Delivery"
-PREFIX = "sha256="
-
-
-def verify_hub_signature(request: WebhookRequest, secrets: Sequence[str]) -> Verified:
-    """``X-Hub-Signature-256: sha256=<lower-case hex>`` of the raw body (GitHub, Meta).
-
-    Raises
-    ------
-    VerificationError
-        ``signature_missing`` (no header), ``signature_malformed`` (no ``sha256=`` prefix, not
-        hex), ``signature_invalid`` (no secret matches).
-    """
-    value = signature_header(request, HEADER)
-    digest = decode_hex(value.removeprefix(PREFIX)) if value.startswith(PREFIX) else None
-    if digest is None:
-        raise VerificationError("signature_malformed", f"{HEADER} is not sha256=<hex>")
-    index = match_secrets(
-        secrets, lambda secret: hmac_digest(secret.encode("utf-8"), request.body), [digest]
-    )
-    return Verified(secret_index=index)
-
-
-def hub_signature(body: bytes, secret: str) -> str:
-    """``sha256=<hex>`` of ``body`` keyed with ``secret``."""
-    return PREFIX + hmac_digest(secret.encode("utf-8"), body).hex()
 
 
 @register
-class GitHub(Provider):
+class GitHub(BodyHmacProvider):
     """GitHub's ``X-Hub-Signature-256`` scheme.
 
     Header shape: ``X-Hub-Signature-256: sha256=<64 hex>``. Signed bytes: the raw body.
-    HMAC-SHA256, hex. Key: the webhook secret as UTF-8. No timestamp.
+    HMAC-SHA256, lower-case hex. Key: the webhook secret as UTF-8. No timestamp. The same shape
+    is Meta's (:mod:`webhook_pipeline.providers.meta`).
     """
 
     name = "github"
@@ -83,28 +50,11 @@ class GitHub(Provider):
     retry_horizon_reference = "manual redelivery from the hook's 3-day delivery history"
     signature_header = HEADER
     dev_secret = "dev-github-secret-local-only"
+    hmac_prefix = "sha256="
+    delivery_header = DELIVERY_HEADER
     vectors = (
-        Vector(
-            secret="It's a Secret to Everybody",
-            headers={
-                HEADER: "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
-            },
-            body=b"Hello, World!",
-            now=0,
-            origin="published",
-            reference="github/docs validating-webhook-deliveries.md",
-        ),
+        github_published_vector(HEADER, reference="github/docs validating-webhook-deliveries.md"),
     )
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a GitHub delivery (see :func:`verify_hub_signature`; ``now`` is unused)."""
-        return verify_hub_signature(request, secrets)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``X-Hub-Signature-256`` and ``X-GitHub-Delivery`` (``timestamp`` unused)."""
-        return {HEADER: hub_signature(body, secret), DELIVERY_HEADER: delivery_id}
 
     def sample(
         self,

@@ -47,17 +47,17 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest, public_url
+from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
-    hmac_digest,
     match_secrets_any,
     signature_header,
     timestamp_header,
 )
 from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import utf8_hmac
 
 HEADER = "X-HubSpot-Signature-v3"
 TIMESTAMP_HEADER = "X-HubSpot-Request-Timestamp"
@@ -83,12 +83,6 @@ def decode_uri(uri: str) -> str:
     """``uri`` with the escapes of HubSpot's table decoded (``%3A`` -> ``:``...), the others
     (``%20``, ``%25``...) kept."""
     return _ESCAPE.sub(lambda m: _DECODED[m.group(1).upper()], uri)
-
-
-def signed_url(request: WebhookRequest) -> str:
-    """The URL HubSpot called: ``request.public_url`` as the ingest set it, else rebuilt from
-    the request itself."""
-    return request.public_url or public_url(request, None, None)
 
 
 @register
@@ -162,13 +156,13 @@ class HubSpot(Provider):
         if digest is None or len(digest) != 32:
             raise VerificationError("signature_malformed", f"{HEADER} is not base64 of 32 bytes")
         raw_ts, millis = timestamp_header(request, TIMESTAMP_HEADER)
-        uri = signed_url(request)
+        uri = called_url(request)
         uris = list(dict.fromkeys((decode_uri(uri), uri)))
         tail = request.body + raw_ts.encode("ascii")
         messages = [(request.method + u).encode("utf-8") + tail for u in uris]
         index = match_secrets_any(
             secrets,
-            lambda secret: (hmac_digest(secret.encode("utf-8"), m) for m in messages),
+            lambda secret: (utf8_hmac(secret, m) for m in messages),
             [digest],
         )
         self.check_fresh(millis / 1000, now)
@@ -179,9 +173,6 @@ class HubSpot(Provider):
             signed_headers=frozenset({TIMESTAMP_HEADER.lower()}),
         )
 
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
-
     def sign(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
     ) -> dict[str, str]:
@@ -189,7 +180,7 @@ class HubSpot(Provider):
         as milliseconds)."""
         ts = str(int(timestamp) * 1000)
         message = ("POST" + decode_uri(url)).encode("utf-8") + body + ts.encode("ascii")
-        digest = hmac_digest(secret.encode("utf-8"), message)
+        digest = utf8_hmac(secret, message)
         return {HEADER: base64.b64encode(digest).decode("ascii"), TIMESTAMP_HEADER: ts}
 
     def sample(

@@ -18,7 +18,8 @@ from __future__ import annotations
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import BodyHmacProvider, github_published_vector
+from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import github_published_vector
 
 HEADER = "X-Hub-Signature"
 DELIVERY_HEADER = "X-Atlassian-Webhook-Identifier"

@@ -20,20 +20,8 @@ Ordering: none by default: events are a stream of messages, not states of one re
 
 from __future__ import annotations
 
-import base64
-import json
-from collections.abc import Sequence
-
-from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.crypto import (
-    decode_base64,
-    hmac_digest,
-    match_secrets,
-    signature_header,
-)
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,
@@ -43,9 +31,9 @@ from webhook_pipeline.providers.model import (
     Sample,
     Signs,
     Vector,
-    Verified,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import BodyHmacProvider, json_object
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "x-line-signature"
@@ -65,26 +53,19 @@ class LineVerify(Handshake):
     def matches(self, request: WebhookRequest) -> bool:
         if b'"events"' not in request.body:
             return False
-        try:
-            doc = json.loads(request.body)
-        except (ValueError, RecursionError):
-            return False
-        return isinstance(doc, dict) and doc.get("events") == []
+        doc = json_object(request.body)
+        return doc is not None and doc.get("events") == []
 
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
         return Answer(200, {"status": "verified"})
 
     def sample(self, secret: SourceSecret) -> HandshakeSample:
         body = {"destination": "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "events": []}
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json; charset=utf-8"},
-        )
+        return HandshakeSample.json(body, **{"content-type": "application/json; charset=utf-8"})
 
 
 @register
-class Line(Provider):
+class Line(BodyHmacProvider):
     """LINE's ``x-line-signature`` scheme.
 
     Header shape: ``x-line-signature: <base64 of 32 bytes>``; signed bytes: the raw body;
@@ -116,6 +97,8 @@ class Line(Provider):
     )
     handshakes = (LineVerify(),)
     signature_header = HEADER
+    hmac_encoding = "base64"
+    hmac_digest_bytes = 32
     dev_secret = "0123456789abcdef0123456789abcdef"
     vectors = (
         Vector(
@@ -127,30 +110,6 @@ class Line(Provider):
             reference="line/line-bot-sdk-python tests/test_signature.py",
         ),
     )
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a LINE webhook POST (``now`` unused: nothing is timestamped).
-
-        Raises
-        ------
-        VerificationError
-            ``signature_missing``, ``signature_malformed`` (not padded base64 of 32 bytes),
-            ``signature_invalid``.
-        """
-        digest = decode_base64(signature_header(request, HEADER))
-        if digest is None or len(digest) != 32:
-            raise VerificationError("signature_malformed", f"{HEADER} is not base64 HMAC-SHA256")
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), request.body), [digest]
-        )
-        return Verified(secret_index=index)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``x-line-signature: <base64>``; each event's id is in the body."""
-        digest = hmac_digest(secret.encode("utf-8"), body)
-        return {HEADER: base64.b64encode(digest).decode("ascii")}
 
     def sample(
         self,

@@ -44,11 +44,9 @@ from urllib.parse import parse_qsl, urlencode
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
-    hmac_digest,
-    match_secrets,
     parse_plain_int,
 )
 from webhook_pipeline.providers.model import (
@@ -61,6 +59,7 @@ from webhook_pipeline.providers.model import (
     Verified,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 
 #: Longest token accepted (Mailgun's are 50 characters).
 MAX_TOKEN_LENGTH = 256
@@ -112,7 +111,7 @@ def signed_string(timestamp: str, token: str) -> bytes:
 
 
 @register
-class Mailgun(Provider):
+class Mailgun(InlineCredentialProvider):
     """Mailgun's webhook signature (inside the body).
 
     Body shapes: JSON ``{"signature": {"timestamp": "<seconds>", "token": "<50 chars>",
@@ -215,17 +214,9 @@ class Mailgun(Provider):
         if not token or len(token) > MAX_TOKEN_LENGTH:
             raise VerificationError("signature_malformed", "token missing or too long")
         signed = signed_string(raw_ts, token)
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), candidates
-        )
+        index = match_utf8_hmac(secrets, signed, candidates)
         self.check_fresh(timestamp, now)
         return Verified(secret_index=index, timestamp=timestamp, replay_token=token)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """No headers: Mailgun's signature is in the body (:meth:`sign_request` writes it)."""
-        return {}
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
@@ -243,7 +234,7 @@ class Mailgun(Provider):
         """
         ts = str(int(timestamp))
         token = hashlib.sha256(f"{secret}\n{ts}\n{delivery_id}".encode()).hexdigest()[:50]
-        signature = hmac_digest(secret.encode("utf-8"), signed_string(ts, token)).hex()
+        signature = utf8_hmac(secret, signed_string(ts, token)).hex()
         if self.body_format == "form":
             fields = urlencode({"timestamp": ts, "token": token, "signature": signature})
             return SignedRequest({}, (body + b"&" if body else b"") + fields.encode("ascii"), url)

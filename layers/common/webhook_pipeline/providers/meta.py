@@ -15,14 +15,12 @@ over the next 36 hours", the WhatsApp Cloud API up to 7 days; the default TTL co
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import constant_time_equal
-from webhook_pipeline.providers.github import HEADER, hub_signature, verify_hub_signature
+from webhook_pipeline.providers.github import HEADER
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,
@@ -31,10 +29,10 @@ from webhook_pipeline.providers.model import (
     HandshakeSample,
     Sample,
     Signs,
-    Vector,
-    Verified,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import github_published_vector
 from webhook_pipeline.secrets import SourceSecret
 
 
@@ -78,7 +76,7 @@ class HubChallenge(Handshake):
 
 
 @register
-class Meta(Provider):
+class Meta(BodyHmacProvider):
     """Meta's ``X-Hub-Signature-256`` scheme and its ``hub.challenge`` endpoint verification.
 
     Header shape: ``X-Hub-Signature-256: sha256=<64 hex>``; signed bytes: the raw body;
@@ -103,28 +101,12 @@ class Meta(Provider):
     signature_header = HEADER
     dev_secret = "dev-meta-app-secret-local"
     dev_verify_token = "dev-meta-verify-token"
+    hmac_prefix = "sha256="
     vectors = (
-        Vector(
-            secret="It's a Secret to Everybody",
-            headers={
-                HEADER: "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
-            },
-            body=b"Hello, World!",
-            now=0,
-            origin="published",
-            reference="the same HMAC-SHA256 hex of the body as GitHub's published vector",
+        github_published_vector(
+            HEADER, reference="the same HMAC-SHA256 hex of the body as GitHub's published vector"
         ),
     )
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a Meta notification (HMAC-SHA256 of the body; ``now`` unused)."""
-        return verify_hub_signature(request, secrets)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``X-Hub-Signature-256``; Meta sends no id or timestamp header."""
-        return {HEADER: hub_signature(body, secret)}
 
     def sample(
         self,

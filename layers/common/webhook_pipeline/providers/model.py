@@ -191,6 +191,13 @@ class HandshakeSample:
     query: Mapping[str, str] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def json(cls, document: Any, **headers: str) -> HandshakeSample:
+        """A ``POST`` challenge with a compact JSON body (as :meth:`Sample.json`) and
+        ``content-type: application/json`` unless ``headers`` gives another."""
+        body = json.dumps(document, separators=(",", ":")).encode()
+        return cls("POST", body, headers={"content-type": "application/json", **headers})
+
 
 @dataclass(frozen=True)
 class Vector:

@@ -43,7 +43,7 @@ from urllib.parse import urlencode, urlsplit
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import match_secrets
 from webhook_pipeline.providers.model import (
     HOUR,
@@ -62,7 +62,7 @@ _PARAMETER = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 
 
 @register
-class Mollie(Provider):
+class Mollie(InlineCredentialProvider):
     """Mollie's unsigned classic webhooks, admitted by a URL token (see the module docstring).
 
     Options
@@ -151,12 +151,6 @@ class Mollie(Provider):
             raise VerificationError("signature_malformed", "the URL token is not ASCII")
         index = match_secrets(secrets, lambda secret: secret.encode("ascii"), [token.encode()])
         return Verified(secret_index=index)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """No headers: Mollie sends none (the token is in the URL, :meth:`sign_request`)."""
-        return {}
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""

@@ -22,22 +22,12 @@ replay. A source may narrow it (``tolerance_seconds = 5`` restores the SDK's fig
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from webhook_pipeline.errors import TimestampError, VerificationError
+from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.crypto import (
-    check_printable_key,
-    decode_hex,
-    hmac_digest,
-    match_secrets,
-    parse_plain_int,
-    signature_header,
-)
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
+from webhook_pipeline.providers.crypto import check_printable_key
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, iso_utc
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import TimestampedHmacProvider
 
 HEADER = "Paddle-Signature"
 
@@ -75,7 +65,7 @@ def parse_header(value: str) -> tuple[str | None, list[str]]:
 
 
 @register
-class Paddle(Provider):
+class Paddle(TimestampedHmacProvider):
     """Paddle Billing's ``Paddle-Signature`` scheme.
 
     Header shape: ``Paddle-Signature: ts=1696195954;h1=<64 hex>[;h1=<64 hex>]`` (several ``h1``
@@ -110,6 +100,10 @@ class Paddle(Provider):
     )
     signature_header = HEADER
     timestamp_header = HEADER
+    timestamp_key = "ts"
+    signature_key = "h1"
+    item_separator = ";"
+    signed_separator = b":"
     dev_secret = "pdl_ntfset_01dev0local0only0paddle0secret_DevLocalOnlyNotForProduction0"
     vectors = (
         Vector(
@@ -127,64 +121,13 @@ class Paddle(Provider):
     )
 
     def validate_secret(self, secret: str) -> None:
-        """An endpoint secret key: printable ASCII without spaces, at least 16 characters.
-
-        Raises
-        ------
-        ConfigurationError
-            Empty, shorter than 16 characters, or holding spaces or non-ASCII characters.
-        """
+        """An endpoint secret key, as :func:`check_printable_key` checks it."""
         super().validate_secret(secret)
         check_printable_key(secret, "Paddle secret key")
 
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a Paddle notification.
-
-        Returns
-        -------
-        Verified
-            ``secret_index`` of the matching secret, ``timestamp`` = ``ts`` in seconds.
-
-        Raises
-        ------
-        VerificationError
-            ``signature_missing`` (no header), ``signature_malformed`` (unknown key, several
-            ``ts``, no hex ``h1``), ``signature_invalid`` (no secret matches).
-        TimestampError
-            ``timestamp_missing`` (no ``ts`` or an empty one), ``timestamp_invalid`` (not a
-            plain integer), ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance).
-        """
-        raw_ts, h1_values = parse_header(signature_header(request, HEADER))
-        if raw_ts is None:
-            raise TimestampError("timestamp_missing", f"{HEADER} has no ts")
-        timestamp = parse_plain_int(raw_ts)
-        candidates = [d for v in h1_values if (d := decode_hex(v)) is not None]
-        if not candidates:
-            raise VerificationError("signature_malformed", f"{HEADER} has no hex h1")
-        signed = raw_ts.encode("ascii") + b":" + request.body
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), candidates
-        )
-        self.check_fresh(timestamp, now)
-        return Verified(secret_index=index, timestamp=timestamp, raw_timestamp=raw_ts)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``{"Paddle-Signature": "ts=<timestamp>;h1=<hex>"}``; the event id is in the body."""
-        ts = str(int(timestamp))
-        digest = hmac_digest(secret.encode("utf-8"), ts.encode("ascii") + b":" + body)
-        return {HEADER: f"ts={ts};h1={digest.hex()}"}
-
-    def restamp(self, headers: Mapping[str, str], raw: str | None) -> dict[str, str] | None:
-        """``ts`` replaced inside ``Paddle-Signature`` (removed for ``None``)."""
-        value = next(v for k, v in headers.items() if k.lower() == HEADER.lower())
-        h1 = [item for item in value.split(";") if not item.startswith("ts=")]
-        items = ([f"ts={raw}"] if raw is not None else []) + h1
-        return {
-            **{k: v for k, v in headers.items() if k.lower() != HEADER.lower()},
-            HEADER: ";".join(items),
-        }
+    def parse_signature(self, value: str) -> tuple[str | None, list[str]]:
+        """:func:`parse_header` (stricter than Stripe's: unknown keys are refused)."""
+        return parse_header(value)
 
     def sample(
         self,

@@ -1,9 +1,9 @@
 """Scheme shapes several providers share, so that a provider module declares only what differs.
 
 - :class:`BodyHmacProvider`: the HMAC-SHA256 of the raw body in one header, as
-  ``<prefix><digest>`` in hex or base64 (Typeform, Sentry, Bitbucket, Jira, X, Linear...).
+  ``<prefix><digest>`` in hex or base64 (GitHub, Meta, LINE, Bitbucket, Jira, X...).
 - :class:`TimestampedHmacProvider`: ``<header>: t=<seconds>,<key>=<hex>`` over ``{t}.{body}``
-  (TikTok ``s=``, Calendly ``v1=``; Stripe's shape).
+  (Stripe and Calendly ``v1=``, TikTok ``s=``; Paddle's ``ts=..;h1=..`` over ``{ts}:{body}``).
 - :func:`parse_rfc3339` / :func:`format_rfc3339`: strict RFC 3339 timestamps (Twitch, Zendesk).
 - :func:`match_token`: a shared token (not a signature) compared in constant time (GitLab, Google
   Ads, Microsoft Graph).
@@ -38,7 +38,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
-from webhook_pipeline.providers.model import Vector, Verified
+from webhook_pipeline.providers.model import Verified
 
 Encoding = Literal["hex", "base64"]
 
@@ -135,11 +135,13 @@ class BodyHmacProvider(Provider):
     """A provider whose signature is ``<signature_header>: <hmac_prefix><digest>``, the
     HMAC-SHA256 of the raw body keyed with the secret as UTF-8, in ``hmac_encoding``. No
     timestamp, no signed id: :attr:`delivery_header` (when set) is where :meth:`sign` puts the
-    delivery id, an unsigned header.
+    delivery id, an unsigned header. :attr:`hmac_digest_bytes` (when set) is the only digest
+    length accepted; any other is ``signature_malformed``.
     """
 
     hmac_prefix: ClassVar[str] = ""
     hmac_encoding: ClassVar[Encoding] = "hex"
+    hmac_digest_bytes: ClassVar[int | None] = None
     delivery_header: ClassVar[str | None] = None
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -148,12 +150,14 @@ class BodyHmacProvider(Provider):
         Raises
         ------
         VerificationError
-            ``signature_missing``, ``signature_malformed`` (prefix or encoding),
+            ``signature_missing``, ``signature_malformed`` (prefix, encoding or length),
             ``signature_invalid`` (no secret matches).
         """
-        digest = header_digest(
-            request, self.signature_header, prefix=self.hmac_prefix, encoding=self.hmac_encoding
-        )
+        header, size = self.signature_header, self.hmac_digest_bytes
+        prefix, encoding = self.hmac_prefix, self.hmac_encoding
+        digest = header_digest(request, header, prefix=prefix, encoding=encoding)
+        if size is not None and len(digest) != size:
+            raise VerificationError("signature_malformed", f"{header} is not a {size}-byte digest")
         return Verified(secret_index=match_utf8_hmac(secrets, request.body, [digest]))
 
     def sign(
@@ -165,20 +169,6 @@ class BodyHmacProvider(Provider):
         if self.delivery_header is not None:
             headers[self.delivery_header] = delivery_id
         return headers
-
-
-def github_published_vector(header: str) -> Vector:
-    """GitHub's published vector (secret ``It's a Secret to Everybody``, body ``Hello, World!``)
-    under ``header``, for providers that compute the same ``sha256=<hex>`` of the body."""
-    return Vector(
-        secret="It's a Secret to Everybody",
-        headers={header: "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"},
-        body=b"Hello, World!",
-        now=0,
-        origin="published",
-        reference="github/docs validating-webhook-deliveries.md: the same HMAC-SHA256 hex of "
-        f"the body with a sha256= prefix, here under {header}",
-    )
 
 
 # -- t=<seconds>,<key>=<hex> over {t}.{body} -----------------------------------------------------
@@ -218,16 +208,20 @@ def parse_keyed_header(
 
 
 def restamp_keyed_header(
-    headers: Mapping[str, str], header: str, timestamp_key: str, raw: str | None
+    headers: Mapping[str, str],
+    header: str,
+    timestamp_key: str,
+    raw: str | None,
+    separator: str = ",",
 ) -> dict[str, str]:
     """``headers`` with the ``t`` item of ``header`` replaced by ``raw`` (removed for ``None``),
-    the signature items left as they were."""
+    the signature items left as they were; items are joined by ``separator``."""
     value = next(v for k, v in headers.items() if k.lower() == header.lower())
-    rest = [item for item in value.split(",") if not item.startswith(f"{timestamp_key}=")]
+    rest = [item for item in value.split(separator) if not item.startswith(f"{timestamp_key}=")]
     items = ([f"{timestamp_key}={raw}"] if raw is not None else []) + rest
     return {
         **{k: v for k, v in headers.items() if k.lower() != header.lower()},
-        header: ",".join(items),
+        header: separator.join(items),
     }
 
 
@@ -235,10 +229,34 @@ class TimestampedHmacProvider(Provider):
     """``<signature_header>: t=<seconds>,<signature_key>=<hex>[,...]``: HMAC-SHA256 of
     ``{t}.{body}`` (``t`` exactly as sent, the raw body), keyed with the secret as UTF-8,
     lower-case hex; several signature items may be present (any may match). ``t`` is Unix
-    **seconds**, a plain integer, checked both ways against the tolerance."""
+    **seconds**, a plain integer, checked both ways against the tolerance.
+
+    A provider of the same shape with other punctuation sets :attr:`item_separator` (between
+    the header's items) and :attr:`signed_separator` (between ``t`` and the body in the signed
+    bytes), and overrides :meth:`parse_signature` where its header is parsed more strictly.
+    """
 
     signature_key: ClassVar[str]
     timestamp_key: ClassVar[str] = "t"
+    item_separator: ClassVar[str] = ","
+    signed_separator: ClassVar[bytes] = b"."
+
+    def parse_signature(self, value: str) -> tuple[str | None, list[str]]:
+        """The raw timestamp and the signature values of a signature header's ``value``
+        (:func:`parse_keyed_header`).
+
+        Raises
+        ------
+        VerificationError
+            ``signature_malformed``: the timestamp appears with two different values.
+        """
+        return parse_keyed_header(
+            value, self.signature_header, self.timestamp_key, self.signature_key
+        )
+
+    def signed_bytes(self, raw_t: str, body: bytes) -> bytes:
+        """What the HMAC covers: ``t`` exactly as sent, :attr:`signed_separator`, the body."""
+        return raw_t.encode("ascii") + self.signed_separator + body
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify the header and the freshness of its ``t``.
@@ -247,15 +265,14 @@ class TimestampedHmacProvider(Provider):
         ------
         VerificationError
             ``signature_missing`` (no header), ``signature_malformed`` (two ``t`` values, no
-            signature item in hex), ``signature_invalid`` (no secret matches).
+            signature item in hex, or what :meth:`parse_signature` refuses),
+            ``signature_invalid`` (no secret matches).
         TimestampError
             ``timestamp_missing``, ``timestamp_invalid`` (not a plain integer),
             ``timestamp_stale`` / ``timestamp_future``.
         """
         header = self.signature_header
-        raw_t, values = parse_keyed_header(
-            signature_header(request, header), header, self.timestamp_key, self.signature_key
-        )
+        raw_t, values = self.parse_signature(signature_header(request, header))
         if raw_t is None:
             raise TimestampError("timestamp_missing", f"{header} has no {self.timestamp_key}")
         timestamp = parse_plain_int(raw_t)
@@ -264,7 +281,7 @@ class TimestampedHmacProvider(Provider):
             raise VerificationError(
                 "signature_malformed", f"{header} has no hex {self.signature_key}"
             )
-        index = match_utf8_hmac(secrets, raw_t.encode("ascii") + b"." + request.body, candidates)
+        index = match_utf8_hmac(secrets, self.signed_bytes(raw_t, request.body), candidates)
         self.check_fresh(timestamp, now)
         return Verified(secret_index=index, timestamp=timestamp, raw_timestamp=raw_t)
 
@@ -273,12 +290,15 @@ class TimestampedHmacProvider(Provider):
     ) -> dict[str, str]:
         """``{signature_header: "t=<timestamp>,<key>=<hex>"}`` (``timestamp`` Unix seconds)."""
         t = str(int(timestamp))
-        digest = utf8_hmac(secret, t.encode("ascii") + b"." + body).hex()
-        return {self.signature_header: f"{self.timestamp_key}={t},{self.signature_key}={digest}"}
+        digest = utf8_hmac(secret, self.signed_bytes(t, body)).hex()
+        items = (f"{self.timestamp_key}={t}", f"{self.signature_key}={digest}")
+        return {self.signature_header: self.item_separator.join(items)}
 
     def restamp(self, headers: Mapping[str, str], raw: str | None) -> dict[str, str] | None:
         """``t`` replaced inside the signature header (removed for ``None``)."""
-        return restamp_keyed_header(headers, self.signature_header, self.timestamp_key, raw)
+        return restamp_keyed_header(
+            headers, self.signature_header, self.timestamp_key, raw, self.item_separator
+        )
 
 
 # -- RFC 3339 timestamps ------------------------------------------------------------------------
@@ -340,9 +360,6 @@ class V0HmacProvider(Provider):
     length accepted; any other is ``signature_malformed``."""
 
     v0_digest_bytes: ClassVar[int | None] = None
-
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({(self.timestamp_header or "").lower()})
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify the ``v0`` signature and the freshness of its timestamp.

@@ -197,9 +197,6 @@ class SendGrid(Provider):
         (raises ConfigurationError)."""
         load_public_key(secret)
 
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
-
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a SendGrid Event Webhook POST against the stored public key(s).
 

@@ -17,9 +17,10 @@ captured body resent under a new id.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "Sentry-Hook-Signature"
 DELIVERY_HEADER = "Request-ID"
@@ -56,14 +57,10 @@ class Sentry(BodyHmacProvider):
     delivery_header = DELIVERY_HEADER
     dev_secret = "dev-sentry-client-secret-local"
     vectors = (
-        Vector(
-            secret="sentry_secret",
-            headers={HEADER: "161e4584368043adf6856fd277bb7011f5ecee72653bbc8ab7429365fcc91316"},
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-            "section 16); self-consistency only: Sentry publishes no vector and no signer",
+        recipe_vector(
+            "sentry_secret",
+            {HEADER: "161e4584368043adf6856fd277bb7011f5ecee72653bbc8ab7429365fcc91316"},
+            publisher="Sentry",
         ),
     )
 

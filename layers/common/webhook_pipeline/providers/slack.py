@@ -29,7 +29,7 @@ from webhook_pipeline.providers.model import (
     Vector,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import V0HmacProvider
+from webhook_pipeline.providers.schemes import V0HmacProvider, json_object
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "X-Slack-Signature"
@@ -47,12 +47,9 @@ class UrlVerification(Handshake):
     def matches(self, request: WebhookRequest) -> bool:
         if b"url_verification" not in request.body:
             return False
-        try:
-            doc = json.loads(request.body)
-        except (ValueError, RecursionError):
-            return False
+        doc = json_object(request.body)
         return (
-            isinstance(doc, dict)
+            doc is not None
             and doc.get("type") == "url_verification"
             and isinstance(doc.get("challenge"), str)
         )
@@ -66,11 +63,7 @@ class UrlVerification(Handshake):
             "token": "legacy",
             "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
         }
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json"},
-        )
+        return HandshakeSample.json(body)
 
 
 @register

@@ -26,25 +26,18 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest, public_url
+from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     check_printable_key,
     decode_base64,
-    hmac_digest,
-    match_secrets,
     signature_header,
 )
 from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 
 HEADER = "x-square-hmacsha256-signature"
-
-
-def signed_url(request: WebhookRequest) -> str:
-    """The URL the sender called: ``request.public_url`` as the ingest set it, else rebuilt from
-    the request itself (``https://<host><path>?<query>``)."""
-    return request.public_url or public_url(request, None, None)
 
 
 @register
@@ -108,13 +101,7 @@ class Square(Provider):
     )
 
     def validate_secret(self, secret: str) -> None:
-        """A subscription signature key: printable ASCII without spaces, 16 characters or more.
-
-        Raises
-        ------
-        ConfigurationError
-            Empty, shorter than 16 characters, or holding spaces or non-ASCII characters.
-        """
+        """A subscription signature key, as :func:`check_printable_key` checks it."""
         super().validate_secret(secret)
         check_printable_key(secret, "Square signature key")
 
@@ -130,17 +117,15 @@ class Square(Provider):
         digest = decode_base64(signature_header(request, HEADER))
         if digest is None or len(digest) != 32:
             raise VerificationError("signature_malformed", f"{HEADER} is not base64 of 32 bytes")
-        signed = signed_url(request).encode("utf-8") + request.body
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), [digest]
-        )
+        signed = called_url(request).encode("utf-8") + request.body
+        index = match_utf8_hmac(secrets, signed, [digest])
         return Verified(secret_index=index)
 
     def sign(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
     ) -> dict[str, str]:
         """The signature over ``url`` + ``body`` (``url``: the notification URL)."""
-        digest = hmac_digest(secret.encode("utf-8"), url.encode("utf-8") + body)
+        digest = utf8_hmac(secret, url.encode("utf-8") + body)
         return {HEADER: base64.b64encode(digest).decode("ascii")}
 
     def sample(

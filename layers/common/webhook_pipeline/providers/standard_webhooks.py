@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-    Ed25519PrivateKey,
-    Ed25519PublicKey,
-)
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
@@ -69,6 +67,33 @@ MIN_KEY_BYTES = 16
 FAMILIES = (
     ("webhook", "webhook-id", "webhook-timestamp", "webhook-signature"),
     ("svix", "svix-id", "svix-timestamp", "svix-signature"),
+)
+
+
+def as_svix(headers: Mapping[str, str]) -> dict[str, str]:
+    """``webhook-*`` headers renamed to the ``svix-*`` family Svix sends."""
+    return {k.replace("webhook-", "svix-", 1): v for k, v in headers.items()}
+
+
+#: The spec's published vector, under the ``webhook-*`` headers.
+PUBLISHED_VECTOR = Vector(
+    secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    headers={
+        "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        "webhook-timestamp": "1614265330",
+        "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+    },
+    body=b'{"test": 2432232314}',
+    now=1_614_265_330,
+    origin="published",
+    reference="standard-webhooks spec and library tests",
+    delivery_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
+)
+#: The same vector under Svix's ``svix-*`` headers.
+SVIX_VECTOR = dataclasses.replace(
+    PUBLISHED_VECTOR,
+    headers=as_svix(PUBLISHED_VECTOR.headers),
+    reference="the same vector under Svix's svix-* headers (svix-webhooks)",
 )
 
 
@@ -236,32 +261,8 @@ class StandardWebhooks(Provider):
     timestamp_header = "webhook-timestamp"
     dev_secret = "whsec_" + base64.b64encode(b"dev-standard-webhooks-secret-32b").decode()
     vectors: ClassVar[tuple[Vector, ...]] = (
-        Vector(
-            secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-            headers={
-                "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
-                "webhook-timestamp": "1614265330",
-                "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-            },
-            body=b'{"test": 2432232314}',
-            now=1_614_265_330,
-            origin="published",
-            reference="standard-webhooks spec and library tests",
-            delivery_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
-        ),
-        Vector(
-            secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-            headers={
-                "svix-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
-                "svix-timestamp": "1614265330",
-                "svix-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-            },
-            body=b'{"test": 2432232314}',
-            now=1_614_265_330,
-            origin="published",
-            reference="the same vector under Svix's svix-* headers (svix-webhooks)",
-            delivery_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
-        ),
+        PUBLISHED_VECTOR,
+        SVIX_VECTOR,
         Vector(
             # The public key of the Go library's test seed "TESTSIGNINGKEYDONOTUSETHISFORANY".
             secret="whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=",

@@ -11,46 +11,16 @@ What is signed: the timestamp ``t`` and the raw body. The event id (``evt_...``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from webhook_pipeline.errors import TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.crypto import (
-    decode_hex,
-    hmac_digest,
-    match_secrets,
-    parse_plain_int,
-    signature_header,
-)
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import parse_keyed_header
+from webhook_pipeline.providers.schemes import TimestampedHmacProvider
 
 HEADER = "Stripe-Signature"
 
 
-def parse_header(value: str) -> tuple[str | None, list[str]]:
-    """Split a ``Stripe-Signature`` value into its raw ``t`` value and its ``v1`` values.
-
-    Items are separated by ``","``; whitespace before an item is dropped (a proxy may join
-    repeated headers with ``", "``), whitespace inside a value is not (``t=1700000000 `` is not
-    a plain integer). ``v0`` (test-mode legacy scheme), empty items and unknown keys are
-    ignored.
-
-    Raises
-    ------
-    VerificationError
-        ``signature_malformed`` when ``t`` appears with two different values: API Gateway HTTP
-        API joins two ``Stripe-Signature`` headers with ``","`` (case C03) and such a value is
-        never resolved by picking one of them.
-    """
-    return parse_keyed_header(value, HEADER, "t", "v1")
-
-
 @register
-class Stripe(Provider):
+class Stripe(TimestampedHmacProvider):
     """Stripe's ``Stripe-Signature`` scheme.
 
     Header shape: ``Stripe-Signature: t=1700000000,v1=<64 hex>[,v1=<64 hex>]`` (several ``v1``
@@ -60,6 +30,10 @@ class Stripe(Provider):
     UTF-8 (it is *not* base64-decoded).
     Timestamp: Unix **seconds**, a plain integer; tolerance 300 s by default, checked in both
     directions (stricter than the SDK, which only rejects old timestamps).
+    Items are separated by ``","``, whitespace before an item dropped (a proxy may join repeated
+    headers with ``", "``); a ``t`` given twice with different values is
+    ``signature_malformed``: API Gateway HTTP API joins two ``Stripe-Signature`` headers with
+    ``","`` (case C03) and such a value is never resolved by picking one of them.
     """
 
     name = "stripe"
@@ -81,6 +55,7 @@ class Stripe(Provider):
     retry_horizon_reference = "docs.stripe.com/webhooks: retries for up to three days (live mode)"
     signature_header = HEADER
     timestamp_header = HEADER
+    signature_key = "v1"
     dev_secret = "whsec_dev_stripe_local_only"
     vectors = (
         Vector(
@@ -95,46 +70,6 @@ class Stripe(Provider):
             reference="stripe-python WebhookSignature.generate_signature_header (providers.md)",
         ),
     )
-
-    def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
-        """Verify a Stripe delivery.
-
-        Returns
-        -------
-        Verified
-            ``secret_index`` of the matching secret, ``timestamp`` = ``t`` in seconds.
-
-        Raises
-        ------
-        VerificationError
-            ``signature_missing`` (no header), ``signature_malformed`` (two different ``t``
-            values, no ``v1`` in hex), ``signature_invalid`` (no secret matches).
-        TimestampError
-            ``timestamp_missing`` (no ``t`` or an empty one), ``timestamp_invalid`` (``t`` not a
-            plain integer), ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance,
-            either direction).
-        """
-        raw_t, v1_values = parse_header(signature_header(request, HEADER))
-        if raw_t is None:
-            raise TimestampError("timestamp_missing", "Stripe-Signature has no t")
-        timestamp = parse_plain_int(raw_t)
-        candidates = [d for v in v1_values if (d := decode_hex(v)) is not None]
-        if not candidates:
-            raise VerificationError("signature_malformed", "Stripe-Signature has no hex v1")
-        signed = raw_t.encode("ascii") + b"." + request.body
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signed), candidates
-        )
-        self.check_fresh(timestamp, now)
-        return Verified(secret_index=index, timestamp=timestamp)
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """``{"Stripe-Signature": "t=<timestamp>,v1=<hex>"}``; the event id is in the body."""
-        t = str(int(timestamp))
-        digest = hmac_digest(secret.encode("utf-8"), t.encode("ascii") + b"." + body)
-        return {HEADER: f"t={t},v1={digest.hex()}"}
 
     def sample(
         self,
@@ -159,13 +94,3 @@ class Stripe(Provider):
 
     def random_secret(self, entropy: bytes) -> str:
         return "whsec_" + entropy.hex()[:32]
-
-    def restamp(self, headers: Mapping[str, str], raw: str | None) -> dict[str, str] | None:
-        """``t`` replaced inside ``Stripe-Signature`` (removed for ``None``)."""
-        value = next(v for k, v in headers.items() if k.lower() == HEADER.lower())
-        v1 = [item for item in value.split(",") if not item.startswith("t=")]
-        items = ([f"t={raw}"] if raw is not None else []) + v1
-        return {
-            **{k: v for k, v in headers.items() if k.lower() != HEADER.lower()},
-            HEADER: ",".join(items),
-        }

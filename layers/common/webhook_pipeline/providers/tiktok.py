@@ -15,9 +15,10 @@ same on every retry of one event (the combination is third-party advice, UNVERIF
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "TikTok-Signature"
 
@@ -55,17 +56,15 @@ class TikTok(TimestampedHmacProvider):
     signature_key = "s"
     dev_secret = "dev-tiktok-client-secret-local"
     vectors = (
-        Vector(
-            secret="tt_secret",
-            headers={
+        recipe_vector(
+            "tt_secret",
+            {
                 HEADER: "t=1700000000,"
                 "s=83f59e5ade87b1ce7d33b064549dc4d71df82a92abc7b16e2f0869eba4ff1286"
             },
-            body=b'{"id":"evt_1","type":"test"}',
+            publisher="TikTok",
             now=1_700_000_000,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-            "section 14); self-consistency only: TikTok publishes no vector and no signer",
+            section=14,
         ),
     )
 

@@ -54,7 +54,7 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest, public_url
+from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
@@ -106,12 +106,6 @@ def form_parameters(body: bytes) -> str:
     for name, value in parse_qsl(text, keep_blank_values=True):
         values.setdefault(name, set()).add(value)
     return "".join(name + value for name in sorted(values) for value in sorted(values[name]))
-
-
-def signed_url(request: WebhookRequest) -> str:
-    """The URL Twilio called: ``request.public_url`` as the ingest set it, else rebuilt from the
-    request itself."""
-    return request.public_url or public_url(request, None, None)
 
 
 @register
@@ -215,7 +209,7 @@ class Twilio(Provider):
         digest = decode_base64(signature_header(request, HEADER))
         if digest is None or len(digest) != 20:
             raise VerificationError("signature_malformed", f"{HEADER} is not base64 of 20 bytes")
-        url = signed_url(request)
+        url = called_url(request)
         body_hash = parse_qs(urlparse(url).query, keep_blank_values=True).get(BODY_HASH)
         if body_hash is not None:
             if len(body_hash) != 1 or not _SHA256_HEX.fullmatch(body_hash[0]):

@@ -42,6 +42,7 @@ from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import (
     format_rfc3339,
     header_digest,
+    json_object,
     match_utf8_hmac,
     parse_rfc3339,
     utf8_hmac,
@@ -72,11 +73,8 @@ class CallbackVerification(Handshake):
     def matches(self, request: WebhookRequest) -> bool:
         if request.header(TYPE_HEADER) != VERIFICATION:
             return False
-        try:
-            doc = json.loads(request.body)
-        except (ValueError, RecursionError):
-            return False
-        return isinstance(doc, dict) and isinstance(doc.get("challenge"), str)
+        doc = json_object(request.body)
+        return doc is not None and isinstance(doc.get("challenge"), str)
 
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
         return Answer(200, json.loads(request.body)["challenge"], "text/plain")
@@ -94,11 +92,7 @@ class CallbackVerification(Handshake):
                 "created_at": "2019-11-16T10:11:12.634234626Z",
             },
         }
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json", TYPE_HEADER: VERIFICATION},
-        )
+        return HandshakeSample.json(body, **{TYPE_HEADER: VERIFICATION})
 
 
 @register

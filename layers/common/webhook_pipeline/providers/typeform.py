@@ -15,9 +15,10 @@ dedup gate and the body-consistency check are the guard). The delivery id is the
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "Typeform-Signature"
 
@@ -52,14 +53,10 @@ class Typeform(BodyHmacProvider):
     hmac_encoding = "base64"
     dev_secret = "dev-typeform-webhook-secret-local"
     vectors = (
-        Vector(
-            secret="tf_secret",
-            headers={HEADER: "sha256=BUp4mLPY6tAM2dBwDJYklUVPTmSGaHdQ30F5F64+L0Q="},
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-            "section 16); self-consistency only: Typeform publishes no vector and no signer",
+        recipe_vector(
+            "tf_secret",
+            {HEADER: "sha256=BUp4mLPY6tAM2dBwDJYklUVPTmSGaHdQ30F5F64+L0Q="},
+            publisher="Typeform",
         ),
     )
 

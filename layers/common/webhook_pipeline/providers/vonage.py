@@ -36,8 +36,6 @@ from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
-    hmac_digest,
-    match_secrets,
     parse_plain_int,
     signature_header,
 )
@@ -51,6 +49,7 @@ from webhook_pipeline.providers.model import (
     iso_utc,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 
 HEADER = "Authorization"
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
@@ -231,9 +230,7 @@ class Vonage(Provider):
         payload_hash = claims.get("payload_hash")
         if not isinstance(payload_hash, str) or not payload_hash.isascii():
             raise VerificationError("signature_malformed", "the JWT has no payload_hash")
-        index = match_secrets(
-            secrets, lambda secret: hmac_digest(secret.encode("utf-8"), signing_input), [signature]
-        )
+        index = match_utf8_hmac(secrets, signing_input, [signature])
         if not constant_time_equal(hashlib.sha256(request.body).hexdigest(), payload_hash):
             raise VerificationError("signature_invalid", "payload_hash is not the body's SHA-256")
         self.check_fresh(timestamp, now)
@@ -297,5 +294,5 @@ def mint(claims: Mapping[str, Any], secret: str) -> str:
     """An HS256 JWT of ``claims`` signed with ``secret`` (the simulator and tests)."""
     head = b64url_encode(json.dumps(_JWT_HEADER, separators=(",", ":")).encode())
     body = b64url_encode(json.dumps(dict(claims), separators=(",", ":")).encode())
-    signature = hmac_digest(secret.encode("utf-8"), f"{head}.{body}".encode("ascii"))
+    signature = utf8_hmac(secret, f"{head}.{body}".encode("ascii"))
     return f"{head}.{body}.{b64url_encode(signature)}"

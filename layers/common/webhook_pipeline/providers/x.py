@@ -21,9 +21,10 @@ from typing import Any
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.challenges import HmacQueryChallenge
-from webhook_pipeline.providers.model import DAY, Defaults, HandshakeSample, Sample, Signs, Vector
+from webhook_pipeline.providers.model import DAY, Defaults, HandshakeSample, Sample, Signs
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
+from webhook_pipeline.providers.vectors import recipe_vector
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "x-twitter-webhooks-signature"
@@ -74,14 +75,11 @@ class X(BodyHmacProvider):
     hmac_encoding = "base64"
     dev_secret = "dev-x-consumer-secret-local"
     vectors = (
-        Vector(
-            secret="cs_test",
-            headers={HEADER: "sha256=f23rFHLEnblz2bAh4AvvpVm7+3J7xDEqo/suNihTMyI="},
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-            "section 16); self-consistency only: X publishes no vector and no Python signer",
+        recipe_vector(
+            "cs_test",
+            {HEADER: "sha256=f23rFHLEnblz2bAh4AvvpVm7+3J7xDEqo/suNihTMyI="},
+            publisher="X",
+            lacking="no vector and no Python signer",
         ),
     )
 

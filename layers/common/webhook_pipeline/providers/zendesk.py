@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Verified, iso_utc
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import (
     encode_digest,
@@ -32,6 +32,7 @@ from webhook_pipeline.providers.schemes import (
     parse_rfc3339,
     utf8_hmac,
 )
+from webhook_pipeline.providers.vectors import recipe_vector
 
 HEADER = "X-Zendesk-Webhook-Signature"
 TIMESTAMP_HEADER = "X-Zendesk-Webhook-Signature-Timestamp"
@@ -72,22 +73,16 @@ class Zendesk(Provider):
     timestamp_header = TIMESTAMP_HEADER
     dev_secret = "ZGV2LXplbmRlc2stc2lnbmluZy1zZWNyZXQtbG9jYWw="
     vectors = (
-        Vector(
-            secret="zd_secret",
-            headers={
+        recipe_vector(
+            "zd_secret",
+            {
                 HEADER: "0baS1hiySsgxyKhjmppRTpTrg5GBWCv1B5hL59qfCtg=",
                 TIMESTAMP_HEADER: "2024-01-01T00:00:00Z",
             },
-            body=b'{"id":"evt_1","type":"test"}',
+            publisher="Zendesk",
             now=1_704_067_200,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe (providers-wave2 "
-            "section 16); self-consistency only: Zendesk publishes no vector and no signer",
         ),
     )
-
-    def signed_header_names(self) -> frozenset[str]:
-        return frozenset({TIMESTAMP_HEADER.lower()})
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a Zendesk delivery.

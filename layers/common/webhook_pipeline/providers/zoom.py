@@ -25,9 +25,6 @@ from typing import Any
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.crypto import (
-    hmac_digest,
-)
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
@@ -38,7 +35,7 @@ from webhook_pipeline.providers.model import (
     Vector,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import V0HmacProvider
+from webhook_pipeline.providers.schemes import V0HmacProvider, utf8_hmac
 from webhook_pipeline.secrets import SourceSecret
 
 HEADER = "x-zm-signature"
@@ -48,7 +45,7 @@ VALIDATION_EVENT = "endpoint.url_validation"
 
 def encrypted_token(secret: str, plain_token: str) -> str:
     """What Zoom expects back for ``plain_token``: hex HMAC-SHA256 keyed with the secret token."""
-    return hmac_digest(secret.encode("utf-8"), plain_token.encode("utf-8")).hex()
+    return utf8_hmac(secret, plain_token.encode("utf-8")).hex()
 
 
 def _validation(body: bytes) -> dict[str, Any] | None:
@@ -98,11 +95,7 @@ class UrlValidation(Handshake):
             "event_ts": 1654503849680,
             "event": VALIDATION_EVENT,
         }
-        return HandshakeSample(
-            "POST",
-            json.dumps(body, separators=(",", ":")).encode(),
-            headers={"content-type": "application/json; charset=utf-8"},
-        )
+        return HandshakeSample.json(body, **{"content-type": "application/json; charset=utf-8"})
 
 
 @register
