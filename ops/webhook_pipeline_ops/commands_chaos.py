@@ -781,6 +781,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"webhook-pipeline chaos: {exc}", file=sys.stderr)
         return 2
+    if not 0.0 < args.throttle_rate <= 1.0:
+        print(
+            f"webhook-pipeline chaos: --throttle-rate {args.throttle_rate}: a share in (0, 1]",
+            file=sys.stderr,
+        )
+        return 2
     if unknown or args.count < 1:
         print(
             f"webhook-pipeline chaos: unknown source(s) {unknown} or --count < 1", file=sys.stderr

@@ -444,6 +444,11 @@ def test_usage_errors_exit_2(cli: Run) -> None:
     assert cli("deliveries", "get", "only-source")[0] == 2
     assert cli("replay", "--max-messages", "many")[0] == 2
     assert cli("dlq")[0] == 2
+    for rate in ("0", "1.5", "-0.1"):  # checked before any stack starts
+        code, _, err = cli("chaos", "--throttle-rate", rate, "--count", "1")
+        assert code == 2 and "--throttle-rate" in err
+    code, _, err = cli("chaos", "--faults", "disk-full")
+    assert code == 2 and "unknown fault kind" in err
 
 
 def test_help_exits_0(cli: Run) -> None:
