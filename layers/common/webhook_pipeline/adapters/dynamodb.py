@@ -21,6 +21,10 @@ tried again in place, :data:`CONFLICT_ATTEMPTS` in all);
 ``ValidationError`` -> :class:`StoreBugError`. A stale delivery is then recorded with a second
 conditional Put (``outcome = stale``); if that Put finds a record, the delivery is a duplicate.
 A delivery without a resource key is one conditional Put.
+
+Several deliveries of one resource in one batch can instead be one transaction
+(:meth:`DynamoDBDeliveryStore.record_group`, :mod:`.dynamodb_group`); whenever that one does not
+commit, the processor comes back here, one delivery at a time.
 """
 
 from __future__ import annotations
