@@ -256,6 +256,28 @@ def test_a_group_write_failing_otherwise_falls_back_too(ddb: Any, code: str) -> 
     assert len(seen) == 1 + 2
 
 
+def test_a_failed_watermark_read_sends_the_group_down_the_per_delivery_path(ddb: Any) -> None:
+    reads: list[int] = []
+
+    def throttled(**_: Any) -> tuple[AWSResponse, dict[str, Any]]:
+        reads.append(1)
+        parsed = {
+            "Error": {"Code": "ThrottlingException", "Message": "injected"},
+            "ResponseMetadata": {"HTTPStatusCode": 400},
+        }
+        return AWSResponse("https://dynamodb", 400, {}, None), parsed
+
+    ddb.meta.events.register("before-call.dynamodb.GetItem", throttled)
+    calls = Calls(ddb)
+    batch = [msg("evt_1", 1), msg("evt_2", 2)]
+    results = service(ddb).process_batch(batch)
+    ddb.meta.events.unregister("before-call.dynamodb.GetItem", throttled)
+    assert outcomes(results, batch) == ["applied", "applied"]
+    assert len(reads) == 1  # the group's read, answered with throttling
+    assert calls.names == ["TransactWriteItems", "TransactWriteItems"]  # then one per delivery
+    assert watermark(ddb) == 2
+
+
 # -- hooks, copies, claim checks ----------------------------------------------------------------
 
 
