@@ -15,9 +15,14 @@ touches an item another transaction is writing at that moment. That rule is mode
 of moto: a ``TransactWriteItems`` whose resource item is in a transaction still in flight is
 cancelled with ``TransactionConflict`` on that item, as DynamoDB answers it.
 
+Cases: one transaction per delivery (a conflict left to SQS, then tried again in place), and
+coalesced (``ProcessorService.coalesce``: a resource's deliveries of one batch in one
+transaction, the per-delivery path whenever that one does not commit).
+
 Reported per case: time to settle (seconds until the queue is empty), invocations,
-``TransactionConflict`` cancellations, redeliveries, outcomes (applied / stale / duplicate) and
-whether every resource's final watermark is its highest sequence.
+``TransactWriteItems`` sent, ``TransactionConflict`` cancellations, group writes sent and not
+committed, redeliveries, outcomes (applied / stale / duplicate) and whether every resource's
+final watermark is its highest sequence.
 
 Run: ``.venv/bin/python bench/bench_hot_resource.py [--quick]``; figures go to
 ``bench/results/hot_resource.json`` (``--quick``: ``hot_resource.quick.json``, git-ignored).
@@ -74,20 +79,27 @@ class ConflictModel:
         self.in_flight: set[str] = set()
         self.mine = threading.local()
         self.conflicts = 0
+        self.transactions = 0
+        self.group_writes = 0
+        self.groups_not_committed = 0
 
     def parameters(self, params: dict[str, Any], **_: Any) -> None:
         """``before-parameter-build``: note the resource items this call's transaction writes."""
-        self.mine.wanted = {
-            item["Update"]["Key"]["pk"]["S"]
-            for item in params.get("TransactItems", [])
-            if "Update" in item
-        }
+        items = params.get("TransactItems", [])
+        self.mine.wanted = {item["Update"]["Key"]["pk"]["S"] for item in items if "Update" in item}
+        # a group write (coalesced) conditions the watermark on the value read, never "<= :seq",
+        # and a group of only stale deliveries has no Update at all
+        self.mine.group = not any(
+            "<= :seq" in item.get("Update", {}).get("ConditionExpression", "") for item in items
+        )
 
     def before(self, **_: Any) -> Any:
         """``before-call``: answer ``TransactionConflict`` (without sending) when one of them is
         in another transaction in flight; otherwise mark them in flight."""
         keys = getattr(self.mine, "wanted", set())
         with self.lock:
+            self.transactions += 1
+            self.group_writes += self.mine.group
             if keys & self.in_flight:
                 self.conflicts += 1
                 self.mine.keys = set()
@@ -96,10 +108,11 @@ class ConflictModel:
             self.mine.keys = keys
         return None
 
-    def after(self, **_: Any) -> None:
+    def after(self, parsed: dict[str, Any], **_: Any) -> None:
         with self.lock:
             self.in_flight -= getattr(self.mine, "keys", set())
             self.mine.keys = set()
+            self.groups_not_committed += bool(self.mine.group and "Error" in parsed)
 
 
 def _conflict() -> tuple[Any, dict[str, Any]]:
@@ -150,6 +163,7 @@ def run_case(
     batch: int,
     seed: int,
     visibility: float,
+    coalesce: bool,
 ) -> dict[str, Any]:
     import boto3
 
@@ -158,7 +172,9 @@ def run_case(
         ddb.delete_table(TableName=TABLE)
     create_deliveries_table(ddb, TABLE)
     model: ConflictModel = apps[0]._bench_model
-    model.conflicts = 0
+    model.conflicts = model.transactions = model.group_writes = model.groups_not_committed = 0
+    for app in apps:
+        app.service().coalesce = coalesce
     rng = random.Random(seed)
     bodies = [envelope(d, r, s) for d, r, s in events]
     rng.shuffle(bodies)
@@ -227,7 +243,10 @@ def run_case(
         "resources": len(expected),
         "settle_s": round(settle, 2),
         "invocations": stats["invocations"],
+        "transactions": model.transactions,
         "transaction_conflicts": model.conflicts,
+        "group_writes": model.group_writes,
+        "group_writes_not_committed": model.groups_not_committed,
         "redeliveries": stats["redeliveries"],
         "outcomes": dict(outcomes),
         "final_watermarks_correct": wrong == 0,
@@ -270,12 +289,21 @@ def main() -> None:
         visibility = args.visibility_ms / 1000
         results = []
         # Side by side: a conflict left to SQS's redelivery (1 attempt) against the store trying
-        # it again in place (CONFLICT_ATTEMPTS, jittered backoff), then the spread case.
-        for attempts in (1, dynamodb.CONFLICT_ATTEMPTS):
+        # it again in place (CONFLICT_ATTEMPTS, jittered backoff), one transaction per delivery;
+        # then a resource's deliveries of one batch coalesced into one transaction (falling back
+        # to the per-delivery path with CONFLICT_ATTEMPTS); then the spread case both ways.
+        attempts_in_place = dynamodb.CONFLICT_ATTEMPTS
+        for attempts in (1, attempts_in_place):
             dynamodb.CONFLICT_ATTEMPTS = attempts
             case = f"one resource, {attempts} transaction attempt(s) in place"
-            results.append(run_case(case, hot(f"hot{attempts}"), apps, args.batch, 1, visibility))
-        results.append(run_case(f"{n} resources", spread, apps, args.batch, 1, visibility))
+            events = hot(f"hot{attempts}")
+            results.append(run_case(case, events, apps, args.batch, 1, visibility, False))
+        case = f"one resource, coalesced ({attempts_in_place} attempts in place on fallback)"
+        events = hot("coalesced")
+        results.append(run_case(case, events, apps, args.batch, 1, visibility, True))
+        for coalesce in (False, True):
+            case = f"{n} resources" + (", coalesced" if coalesce else "")
+            results.append(run_case(case, spread, apps, args.batch, 1, visibility, coalesce))
     out = {
         "command": " ".join(
             [".venv/bin/python", str(Path(sys.argv[0]).resolve().relative_to(ROOT)), *sys.argv[1:]]

@@ -1,7 +1,8 @@
 """ProcessorFunction: SQS batch of envelopes -> DynamoDB, with partial batch responses.
 
 The whole batch is processed first by :class:`ProcessorService` (groups of one resource in
-sequence order, groups concurrently on a bounded pool); Powertools' ``BatchProcessor`` then maps
+sequence order, each written with one conditional write when it commits, groups concurrently on
+a bounded pool); Powertools' ``BatchProcessor`` then maps
 each record's precomputed outcome to success or failure, so ``batchItemFailures`` lists exactly
 the ``messageId`` of each failed record (an empty list when all succeeded).
 """
@@ -70,6 +71,7 @@ def service() -> ProcessorService:
             max_workers=settings.max_workers, thread_name_prefix="processor"
         ),
         retention=timedelta(days=settings.delivery_retention_days),
+        coalesce=True,
     )
 
 

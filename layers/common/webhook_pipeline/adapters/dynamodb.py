@@ -21,6 +21,10 @@ tried again in place, :data:`CONFLICT_ATTEMPTS` in all);
 ``ValidationError`` -> :class:`StoreBugError`. A stale delivery is then recorded with a second
 conditional Put (``outcome = stale``); if that Put finds a record, the delivery is a duplicate.
 A delivery without a resource key is one conditional Put.
+
+Several deliveries of one resource in one batch can instead be one transaction
+(:meth:`DynamoDBDeliveryStore.record_group`, :mod:`.dynamodb_group`); whenever that one does not
+commit, the processor comes back here, one delivery at a time.
 """
 
 from __future__ import annotations
@@ -30,12 +34,13 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from webhook_pipeline.adapters.dynamodb_effects import commit_effects
 from webhook_pipeline.adapters.dynamodb_errors import classify, error_code
+from webhook_pipeline.adapters.dynamodb_group import GROUP_LIMIT, read_watermark, write_group
 from webhook_pipeline.adapters.dynamodb_items import (
     FAILURE_NOTE_TTL,
     WATERMARK,
@@ -43,8 +48,10 @@ from webhook_pipeline.adapters.dynamodb_items import (
     delivery_key,
     failure_key,
     resource_key,
+    watermark_update,
 )
 from webhook_pipeline.errors import StoreBugError, TransientError
+from webhook_pipeline.process.coalesce import GroupWrite
 from webhook_pipeline.process.model import (
     DeliveryRecord,
     FailureNote,
@@ -55,7 +62,7 @@ from webhook_pipeline.process.model import (
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
 
 #: Attempts of one transaction cancelled by ``TransactionConflict`` alone, and the backoff base:
 #: attempt n (from 0) waits a uniform random time up to ``CONFLICT_BACKOFF_SECONDS * 2**n``
@@ -88,6 +95,9 @@ class DynamoDBDeliveryStore:
         self._sleep = sleep
         self._jitter = jitter
 
+    #: Deliveries per :meth:`record_group` (a transaction holds 100 items, one is the watermark).
+    group_limit = GROUP_LIMIT
+
     # -- writes ---------------------------------------------------------------------------------
 
     def record(self, delivery: DeliveryRecord) -> StoreResult:
@@ -108,6 +118,20 @@ class DynamoDBDeliveryStore:
         if delivery.resource_key is None or delivery.sequence is None:
             return self._put_delivery(delivery, Outcome.APPLIED)
         return self._transact(delivery)
+
+    def read_watermark(self, source: str, resource_key: str) -> int | None:
+        """The stored watermark of a resource (strongly consistent read), or ``None``.
+
+        Raises
+        ------
+        TransientError, StoreBugError
+        """
+        return read_watermark(self._client, self._table, source, resource_key)
+
+    def record_group(self, write: GroupWrite) -> str | None:
+        """One transaction for the deliveries of ``write`` (:mod:`.dynamodb_group`): ``None``
+        when it committed, otherwise why not. Never raises for the service's answer."""
+        return write_group(self._client, self._table, write)
 
     def note_body_mismatch(self, source: str, delivery_id: str, digest: str) -> None:
         """``ADD duplicate_body_mismatches 1`` and keep the last differing digest and when.
@@ -181,26 +205,7 @@ class DynamoDBDeliveryStore:
 
     def _transaction_items(self, delivery: DeliveryRecord) -> list[TransactWriteItemTypeDef]:
         """The delivery Put ([0]) and the resource watermark Update ([1]) of one transaction."""
-        assert delivery.resource_key is not None and delivery.sequence is not None
-        resource_values: dict[str, Any] = {
-            ":seq": {"N": str(delivery.sequence)},
-            ":did": {"S": delivery.delivery_id},
-            ":at": {"S": delivery.recorded_at.isoformat()},
-            ":rat": {"S": delivery.received_at.isoformat()},
-            ":src": {"S": delivery.source},
-            ":rk": {"S": delivery.resource_key},
-            ":res": {"S": "resource"},
-        }
-        update = (
-            "SET #wm = :seq, last_delivery_id = :did, updated_at = :at, last_received_at = :rat, "
-            "#src = :src, resource_key = :rk, #type = :res"
-        )
-        names = {"#wm": WATERMARK, "#src": "source", "#type": "type"}
-        if delivery.event_type is not None:
-            update += ", last_event_type = :et"
-            resource_values[":et"] = {"S": delivery.event_type}
-        else:
-            update += " REMOVE last_event_type"
+        condition = "attribute_not_exists(#wm) OR #wm <= :seq"
         return [
             {
                 "Put": {
@@ -210,17 +215,7 @@ class DynamoDBDeliveryStore:
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             },
-            {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": resource_key(delivery.source, delivery.resource_key),
-                    "UpdateExpression": update,
-                    "ConditionExpression": "attribute_not_exists(#wm) OR #wm <= :seq",
-                    "ExpressionAttributeNames": names,
-                    "ExpressionAttributeValues": resource_values,
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                }
-            },
+            {"Update": cast("UpdateTypeDef", watermark_update(self._table, delivery, condition))},
         ]
 
     def _transact(self, delivery: DeliveryRecord) -> StoreResult:

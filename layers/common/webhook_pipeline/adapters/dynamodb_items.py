@@ -86,3 +86,46 @@ def delivery_item(
     if outcome is Outcome.APPLIED and record.hook_pending:
         item["hook_state"] = {"S": HookState.PENDING.value}
     return item
+
+
+def watermark_update(
+    table: str,
+    delivery: DeliveryRecord,
+    condition: str,
+    values: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``Update`` of a transaction that moves the resource item of ``delivery`` to its
+    sequence (``#wm = :seq``, the last delivery's id, event type and times) on ``condition``.
+
+    ``condition`` may use ``#wm`` (the watermark) and ``:seq`` (``delivery.sequence``), and the
+    placeholders of ``values`` (extra expression attribute values).
+    """
+    assert delivery.resource_key is not None and delivery.sequence is not None
+    resource_values: dict[str, Any] = {
+        ":seq": {"N": str(delivery.sequence)},
+        ":did": {"S": delivery.delivery_id},
+        ":at": {"S": delivery.recorded_at.isoformat()},
+        ":rat": {"S": delivery.received_at.isoformat()},
+        ":src": {"S": delivery.source},
+        ":rk": {"S": delivery.resource_key},
+        ":res": {"S": "resource"},
+        **(values or {}),
+    }
+    update = (
+        "SET #wm = :seq, last_delivery_id = :did, updated_at = :at, last_received_at = :rat, "
+        "#src = :src, resource_key = :rk, #type = :res"
+    )
+    if delivery.event_type is not None:
+        update += ", last_event_type = :et"
+        resource_values[":et"] = {"S": delivery.event_type}
+    else:
+        update += " REMOVE last_event_type"
+    return {
+        "TableName": table,
+        "Key": resource_key(delivery.source, delivery.resource_key),
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": {"#wm": WATERMARK, "#src": "source", "#type": "type"},
+        "ExpressionAttributeValues": resource_values,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }

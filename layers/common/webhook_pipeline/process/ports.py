@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from webhook_pipeline.envelope import BodyPointer
+from webhook_pipeline.process.coalesce import GroupWrite
 from webhook_pipeline.process.model import DeliveryRecord, FailureNote, StoreResult
 
 
@@ -29,6 +30,9 @@ class DeliveryStore(Protocol):
     """The conditional writes the processor needs (DynamoDB in
     :mod:`webhook_pipeline.adapters.dynamodb`)."""
 
+    #: The most deliveries one :meth:`record_group` call may carry.
+    group_limit: int
+
     def record(self, delivery: DeliveryRecord) -> StoreResult:
         """Record the delivery at most once and move the resource watermark forward.
 
@@ -38,6 +42,32 @@ class DeliveryStore(Protocol):
             Throttling, transaction conflict, missing cancellation reasons, timeouts, 5xx.
         StoreBugError
             The request was rejected as invalid.
+        """
+        ...
+
+    def read_watermark(self, source: str, resource_key: str) -> int | None:
+        """The resource's stored watermark (strongly consistent), ``None`` when it has none.
+
+        Raises
+        ------
+        TransientError, StoreBugError
+            As :meth:`record`.
+        """
+        ...
+
+    def record_group(self, write: GroupWrite) -> str | None:
+        """Write the delivery records of ``write`` (each at most once) and move the watermark to
+        ``write.advances``, all or nothing, only while the watermark is still
+        ``write.expected_watermark``.
+
+        Returns
+        -------
+        str | None
+            ``None`` when the write committed; otherwise why it did not (a record already
+            exists, the watermark moved, a conflict, throttling, a timeout...). The caller then
+            records the deliveries one by one: after a timeout the write may have committed, and
+            the per-delivery path finds the records as duplicates. Never raises for the
+            service's answer.
         """
         ...
 

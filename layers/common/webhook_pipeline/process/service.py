@@ -11,29 +11,33 @@ resource key by (source, delivery id), so two copies of one delivery never race 
 group is processed in ascending sequence order (ties keep arrival order) and the groups run
 concurrently on a bounded thread pool.
 
+Coalescing (``coalesce=True``, as the handler wires it): a group of k > 1 deliveries of one
+resource is written with one conditional write (:mod:`webhook_pipeline.process.coalesce`: the
+watermark read once, every outcome decided as k writes in order would, all records and the
+watermark committed together); when that write does not commit for any reason, the group's
+deliveries are recorded one by one as without coalescing. Hooks run after the write, per applied
+delivery, in the group's order.
+
 This module knows nothing of boto3: the store and the payload reader are Protocols injected by the
 handler.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from datetime import datetime, timedelta
 
-from webhook_pipeline.envelope import Envelope, claim_check_prefix, sha256_hex, utcnow
+from webhook_pipeline.envelope import Envelope, utcnow
 from webhook_pipeline.errors import (
     HookError,
     MalformedEnvelopeError,
-    PayloadIntegrityError,
     StoreBugError,
     TransientError,
 )
 from webhook_pipeline.hooks import Effects, Hook, HookEvent, HookRegistry
 from webhook_pipeline.observability import logger
+from webhook_pipeline.process.coalesce import chunk_group, plan_group
 from webhook_pipeline.process.model import (
     DeliveryRecord,
     FailureNote,
@@ -43,88 +47,11 @@ from webhook_pipeline.process.model import (
     RecordResult,
     StoreResult,
 )
+from webhook_pipeline.process.planning import attempt_token, group_key, load_body, plan
 from webhook_pipeline.process.ports import DeliveryStore, PayloadReader
 
-
-def load_body(envelope: Envelope, payloads: PayloadReader) -> bytes:
-    """The raw body of ``envelope`` (inline or claim check), integrity-checked.
-
-    Returns
-    -------
-    bytes
-        Exactly ``envelope.body_size`` bytes whose SHA-256 is ``envelope.body_sha256``.
-
-    Raises
-    ------
-    PayloadIntegrityError
-        Not valid base64, wrong size or hash, the claim-check object is missing, or the pointer
-        is not one of ours: a key outside ``bodies/<source>/`` (here) or another bucket than
-        the payload bucket (the reader) (poison).
-    PayloadUnavailableError
-        S3 failed transiently (retry).
-    """
-    if envelope.body_ref is not None:
-        if not envelope.body_ref.key.startswith(claim_check_prefix(envelope.source)):
-            raise PayloadIntegrityError(
-                f"claim-check key is not under {claim_check_prefix(envelope.source)}"
-            )
-        body = payloads.get(envelope.body_ref)
-    else:
-        try:
-            body = base64.b64decode(envelope.body_b64 or "", validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise PayloadIntegrityError("body_b64 is not valid base64") from exc
-    if len(body) != envelope.body_size:
-        raise PayloadIntegrityError(
-            f"body size mismatch: envelope says {envelope.body_size} bytes, got {len(body)}"
-        )
-    if sha256_hex(body) != envelope.body_sha256:
-        raise PayloadIntegrityError("body sha256 mismatch")
-    return body
-
-
-def group_key(envelope: Envelope) -> tuple[str, str, str]:
-    """Records with the same key are applied one after the other, in sequence order."""
-    if envelope.resource_key is not None:
-        return (envelope.source, "resource", envelope.resource_key)
-    return (envelope.source, "delivery", envelope.delivery_id)
-
-
-def plan(
-    messages: Sequence[Message],
-) -> tuple[list[RecordResult], list[list[tuple[Message, Envelope]]]]:
-    """Parse every message and order the valid ones.
-
-    Returns
-    -------
-    malformed : list[RecordResult]
-        One ``MALFORMED`` result per message whose body is not a valid envelope.
-    groups : list[list[tuple[Message, Envelope]]]
-        Groups in first-arrival order; within a group, ascending sequence (stable for ties and
-        for records without a sequence).
-    """
-    malformed: list[RecordResult] = []
-    groups: dict[tuple[str, str, str], list[tuple[Message, Envelope]]] = {}
-    for message in messages:
-        try:
-            envelope = Envelope.from_json(message.body)
-        except MalformedEnvelopeError as exc:
-            malformed.append(
-                RecordResult(message.message_id, Outcome.MALFORMED, reason=str(exc), error=exc)
-            )
-            continue
-        groups.setdefault(group_key(envelope), []).append((message, envelope))
-    ordered = [
-        sorted(members, key=lambda pair: pair[1].sequence if pair[1].sequence is not None else 0)
-        for members in groups.values()
-    ]
-    return malformed, ordered
-
-
-def attempt_token(message: Message) -> str:
-    """A 36-character token per (message id, receive count): an SDK retry of one attempt reuses
-    it, a redelivery gets a new one."""
-    return hashlib.sha256(f"{message.message_id}:{message.receive_count}".encode()).hexdigest()[:36]
+# Re-exported: the planning functions were defined here first.
+__all__ = ["ProcessorService", "attempt_token", "group_key", "load_body", "plan"]
 
 
 class ProcessorService:
@@ -144,6 +71,10 @@ class ProcessorService:
         Delivery record TTL (``DELIVERY_RETENTION_DAYS``).
     clock : Callable[[], datetime]
         Current UTC time (injectable for tests).
+    coalesce : bool
+        Write the deliveries of one resource in one batch with one conditional write
+        (:mod:`webhook_pipeline.process.coalesce`), falling back to one write per delivery
+        whenever that write does not commit. The attribute can be switched (benchmarks).
     """
 
     def __init__(
@@ -155,6 +86,7 @@ class ProcessorService:
         executor: Executor | None = None,
         retention: timedelta = timedelta(days=30),
         clock: Callable[[], datetime] = utcnow,
+        coalesce: bool = False,
     ) -> None:
         self._store = store
         self._payloads = payloads
@@ -162,6 +94,7 @@ class ProcessorService:
         self._executor = executor
         self._retention = retention
         self._clock = clock
+        self.coalesce = coalesce
 
     def process_batch(self, messages: Sequence[Message]) -> dict[str, RecordResult]:
         """Process a whole batch: groups concurrently, each group in sequence order.
@@ -235,27 +168,115 @@ class ProcessorService:
         return True
 
     def _process_group(self, group: list[tuple[Message, Envelope]]) -> list[RecordResult]:
+        if self.coalesce and len(group) > 1 and group[0][1].resource_key is not None:
+            return self._process_coalesced(group)
         return [self.process(message, envelope) for message, envelope in group]
 
-    def process(self, message: Message, envelope: Envelope) -> RecordResult:
-        """Load and check the body, record the delivery, run its hook when one is due."""
+    def _process_coalesced(self, group: list[tuple[Message, Envelope]]) -> list[RecordResult]:
+        """One resource's deliveries: one write for all (:mod:`.coalesce`) when it commits,
+        each delivery on its own otherwise; then hooks in order, as :meth:`process` runs them."""
+        members: list[RecordResult | tuple[Message, Envelope, bytes, Hook | None]] = []
+        records: list[DeliveryRecord] = []
+        for message, envelope in group:
+            loaded = self._load(message, envelope)
+            if isinstance(loaded, RecordResult):
+                members.append(loaded)
+                continue
+            handler = self._hooks.find(envelope.source, envelope.event_type)
+            members.append((message, envelope, loaded, handler))
+            records.append(self._record(message, envelope, hook_pending=handler is not None))
+        committed = self._write_group(records)
+        results: list[RecordResult] = []
+        index = 0
+        for member in members:
+            if isinstance(member, RecordResult):
+                results.append(member)
+                continue
+            message, envelope, body, handler = member
+            record, done = records[index], committed.get(index)
+            index += 1
+            if done is None:  # a copy of an earlier delivery, or the group write failed
+                results.append(self._store_and_finish(message, envelope, body, handler, record))
+            else:
+                results.append(self._finish(message, envelope, body, handler, done))
+        return results
+
+    def _write_group(self, records: list[DeliveryRecord]) -> dict[int, StoreResult]:
+        """Read the watermark, decide the outcomes, write them in chunks of the store's limit.
+
+        Returns
+        -------
+        dict[int, StoreResult]
+            By position in ``records``, the deliveries whose write committed (none when the
+            watermark could not be read).
+        """
+        if len(records) < 2:
+            return {}
+        first = records[0]
+        assert first.resource_key is not None
+        try:
+            watermark = self._store.read_watermark(first.source, first.resource_key)
+        except (TransientError, StoreBugError) as exc:
+            logger.info("watermark not read; per delivery", extra={"error": str(exc)[:200]})
+            return {}
+        planned = plan_group(records, watermark)
+        committed: dict[int, StoreResult] = {}
+        for write in chunk_group(planned, watermark, self._store.group_limit):
+            reason = self._store.record_group(write)
+            if reason is not None:
+                extra: dict[str, object] = {"source": write.source, "reason": reason[:200]}
+                extra |= {"resource_key": write.resource_key, "deliveries": len(write.writes)}
+                logger.info("group write not committed; per delivery", extra=extra)
+                break
+            committed.update((w.index, w.store_result()) for w in write.writes)
+        return committed
+
+    def _load(self, message: Message, envelope: Envelope) -> bytes | RecordResult:
+        """The checked body, or the result of a message whose body cannot be loaded."""
         mid = message.message_id
         try:
-            body = load_body(envelope, self._payloads)
+            return load_body(envelope, self._payloads)
         except MalformedEnvelopeError as exc:
             return RecordResult(mid, Outcome.MALFORMED, envelope, reason=str(exc), error=exc)
         except TransientError as exc:
             return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
 
+    def process(self, message: Message, envelope: Envelope) -> RecordResult:
+        """Load and check the body, record the delivery, run its hook when one is due."""
+        body = self._load(message, envelope)
+        if isinstance(body, RecordResult):
+            return body
         handler = self._hooks.find(envelope.source, envelope.event_type)
         record = self._record(message, envelope, hook_pending=handler is not None)
+        return self._store_and_finish(message, envelope, body, handler, record)
+
+    def _store_and_finish(
+        self,
+        message: Message,
+        envelope: Envelope,
+        body: bytes,
+        handler: Hook | None,
+        record: DeliveryRecord,
+    ) -> RecordResult:
+        """Record one delivery on its own (:meth:`DeliveryStore.record`), then finish it."""
+        mid = message.message_id
         try:
             stored = self._store.record(record)
         except TransientError as exc:
             return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
         except StoreBugError as exc:
             return RecordResult(mid, Outcome.BUG, envelope, reason=str(exc), error=exc)
+        return self._finish(message, envelope, body, handler, stored)
 
+    def _finish(
+        self,
+        message: Message,
+        envelope: Envelope,
+        body: bytes,
+        handler: Hook | None,
+        stored: StoreResult,
+    ) -> RecordResult:
+        """The result of a recorded delivery: a differing copy noted, its hook run when due."""
         mismatch = stored.outcome is Outcome.DUPLICATE and self._check_body(envelope, stored)
         reason = _describe(stored)
         hook_due = handler is not None and (
@@ -268,7 +289,7 @@ class ProcessorService:
         )
         if not hook_due or handler is None:
             return RecordResult(
-                mid, stored.outcome, envelope, reason=reason, body_mismatch=mismatch
+                message.message_id, stored.outcome, envelope, reason=reason, body_mismatch=mismatch
             )
         return self._run_hook(
             message, envelope, body, handler, stored, reason=reason, mismatch=mismatch
