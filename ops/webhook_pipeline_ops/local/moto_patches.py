@@ -1,15 +1,15 @@
 """Narrow patches of moto, applied only in the local stack's moto server process.
 
-1. ``DynamoDBBackend.transact_write_items``: moto deep-copies every table a transaction names
-   before running it (a rollback snapshot), so each ``TransactWriteItems`` costs time and memory
-   in proportion to the whole table (the processor writes one transaction per delivery: the
-   local stack slowed down as the table grew). The patched version snapshots only the items the
-   transaction touches (a deep copy of each, or "absent") and, when the transaction is cancelled,
-   puts exactly those back. Behaviour kept: all or nothing (a failed condition on the second item
-   leaves the first unchanged), ``TransactionCanceledException`` with one cancellation reason per
-   item in request order, ``ReturnValuesOnConditionCheckFailure``, the validation errors (more
-   than 100 items, two operations on one item, more than one operation per entry) raised before
-   anything is kept, and stream records of a cancelled transaction dropped.
+1. ``DynamoDBBackend.transact_write_items``: moto deep-copies every table a transaction names before
+   running it (a rollback snapshot), so each ``TransactWriteItems`` costs time and memory in
+   proportion to the whole table (the processor writes a transaction per delivery, or per resource
+   of a batch: the local stack slowed down as the table grew). The patched version snapshots only
+   the items the transaction touches (a deep copy of each, or "absent") and, when the transaction is
+   cancelled, puts exactly those back. Behaviour kept: all or nothing (a failed condition on the
+   second item leaves the first unchanged), ``TransactionCanceledException`` with one cancellation
+   reason per item in request order, ``ReturnValuesOnConditionCheckFailure``, the validation errors
+   (more than 100 items, two operations on one item, more than one operation per entry) raised
+   before anything is kept, and stream records of a cancelled transaction dropped.
 2. SQS ``SendMessage``/``SendMessageBatch`` refuse what SQS refuses and moto accepts: message
    attribute values with characters outside ``#x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD
    #x10000-#x10FFFF`` (``InvalidParameterValue``), bodies with such characters
