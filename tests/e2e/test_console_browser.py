@@ -136,9 +136,15 @@ def page_errors(driver: Any) -> list[str]:
 
 
 def until(driver: Any, condition: Any, timeout: float = 30) -> Any:
+    """Poll ``condition`` until it is truthy. A live page replaces its rows while a condition
+    reads them: an element gone stale in between means "not yet", and the next poll reads the
+    new rows."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition)
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)
+    ).until(condition)
 
 
 def send(stack: LocalStack, *argv: str) -> list[dict[str, str]]:
