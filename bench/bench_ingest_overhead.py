@@ -31,7 +31,9 @@ delivery, <= 2.0x bare for a duplicate, both at or below both Powertools variant
 
 Run: ``.venv/bin/python bench/bench_ingest_overhead.py`` (``--quick`` for a short run; written to
 ``bench/results/ingest_overhead.quick.json``, git-ignored). Figures go to
-``bench/results/ingest_overhead.json`` with the command that produced them.
+``bench/results/ingest_overhead.json`` with the command that produced them. ``--profile``
+instead runs cProfile over the warm real handler (new deliveries, then their duplicates) and
+prints the functions with the most cumulative and own time on each path (nothing is written).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 QUICK = "--quick" in sys.argv
+PROFILE = "--profile" in sys.argv
 RESULTS = (
     ROOT / "bench" / "results" / ("ingest_overhead.quick.json" if QUICK else "ingest_overhead.json")
 )
@@ -462,7 +465,36 @@ def ratios(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def profile(app: Any, source: Any, n: int = 2_000) -> None:
+    """cProfile over ``n`` warm new deliveries and then their ``n`` duplicates (stderr)."""
+    import cProfile
+    import io
+    import pstats
+
+    events = deliveries(source, n)
+    for kind in ("new", "duplicate"):
+        profiler = cProfile.Profile()
+        profiler.enable()
+        run(app.lambda_handler, events)
+        profiler.disable()
+        dump = Path(os.environ.get("PROFILE_DIR", "/tmp")) / f"ingest_{kind}.prof"
+        profiler.dump_stats(dump)
+        print(f"== {kind}: profile written to {dump}", file=sys.stderr)
+        for order in ("cumulative", "tottime"):
+            out = io.StringIO()
+            stats = pstats.Stats(profiler, stream=out).strip_dirs().sort_stats(order)
+            stats.print_stats(35)
+            print(f"== {kind}: {n} requests, by {order}\n{out.getvalue()}", file=sys.stderr)
+        fresh_queue(app)
+
+
 def main() -> None:
+    if PROFILE:
+        with servers() as (redis_port, moto_port):
+            built = setup(redis_port, moto_port)
+            run(built["app"].lambda_handler, deliveries(built["source"], 50))
+            profile(built["app"], built["source"])
+        return
     with servers() as (redis_port, moto_port):
         built = setup(redis_port, moto_port)
         handlers, source = built["handlers"], built["source"]

@@ -31,7 +31,10 @@ def worst_backoff_seconds(max_attempts: int) -> float:
 
 
 class _Settings(BaseSettings):
-    model_config = SettingsConfigDict(case_sensitive=False, extra="ignore", frozen=True)
+    # Built on first use (``load()``): each function reads one of these classes, not all four.
+    model_config = SettingsConfigDict(
+        case_sensitive=False, extra="ignore", frozen=True, defer_build=True
+    )
 
     @classmethod
     def load(cls) -> Self:

@@ -15,8 +15,8 @@ each event is claimed and enqueued as its own envelope, with one Redis round tri
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -71,7 +71,7 @@ class IngestService:
     """Answer one webhook request: handshake, or verify, claim, enqueue and acknowledge.
 
     Adapters are injected (see ``functions/ingest/app.py`` for the wiring). ``clock`` gives Unix
-    seconds; ``new_token`` the per-invocation claim token.
+    seconds; ``new_token`` the per-invocation claim token (128 random bits, hex).
     """
 
     sources: Mapping[str, ResolvedSource]
@@ -82,7 +82,7 @@ class IngestService:
     policy: IngestPolicy = field(default_factory=IngestPolicy)
     breaker: CircuitBreaker = field(default_factory=lambda: CircuitBreaker(cooldown_seconds=0))
     clock: Callable[[], float] = time.time
-    new_token: Callable[[], str] = lambda: uuid.uuid4().hex
+    new_token: Callable[[], str] = lambda: os.urandom(16).hex()
     _valid_secrets: dict[tuple[str, tuple[str, ...]], str | None] = field(
         default_factory=dict, init=False, repr=False
     )
