@@ -9,104 +9,15 @@ Never log a secret, a full signature or a body.
 from __future__ import annotations
 
 import contextlib
-import json
-import logging
-import numbers
 import os
-from collections import defaultdict
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.logging.formatter import (
-    RESERVED_LOG_ATTRS,
-    LambdaPowertoolsFormatter,
-    _get_context,
-)
-from aws_lambda_powertools.metrics import MetricResolution, MetricUnit, single_metric
-from aws_lambda_powertools.metrics.functions import (
-    extract_cloudwatch_metric_resolution_value,
-    extract_cloudwatch_metric_unit_value,
-)
-from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import (
-    AmazonCloudWatchEMFProvider,
-)
-from aws_lambda_powertools.metrics.provider.cloudwatch_emf.constants import MAX_METRICS
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
 
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "WebhookPipeline")
-
-_RESERVED = frozenset(RESERVED_LOG_ATTRS)
-# The first character of every text Python's json module decodes (whitespace aside).
-_JSON_START = frozenset('{["-0123456789tfnNI')
-
-
-class _Formatter(LambdaPowertoolsFormatter):
-    """Powertools' JSON formatter, line for line the same output, without two costs of its own
-    on every line: its reserved-attribute checks scan a tuple (a set here), and it tries to
-    decode every plain-text message as JSON (here only text that can start a JSON value)."""
-
-    def _extract_log_message(self, log_record: logging.LogRecord) -> Any:
-        message = log_record.msg
-        if type(message) is str and not log_record.args:
-            first = message[:1]
-            if first not in _JSON_START and not first.isspace():
-                return message
-        return super()._extract_log_message(log_record)
-
-    def _extract_log_keys(self, log_record: logging.LogRecord) -> dict[str, Any]:
-        record_dict = log_record.__dict__.copy()
-        record_dict["asctime"] = self.formatTime(record=log_record)
-        formatted_log: dict[str, Any] = {}
-        for keys in (self.log_format, _get_context().get()):
-            for key, value in keys.items():
-                if value and key in _RESERVED:
-                    if not isinstance(value, str):  # as Powertools refuses it
-                        return super()._extract_log_keys(log_record)
-                    formatted_log[key] = value % record_dict
-                else:
-                    formatted_log[key] = value
-        formatted_log.update({k: v for k, v in record_dict.items() if k not in _RESERVED})
-        return formatted_log
-
-
-class _EMFProvider(AmazonCloudWatchEMFProvider):
-    """Powertools' EMF provider, the same output, with each (name, unit, resolution) validated
-    once per container instead of on every call (and without formatting a debug message that
-    is not logged)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._validated: dict[tuple[str, Any, Any], tuple[str, str, int]] = {}
-
-    def add_metric(
-        self,
-        name: str,
-        unit: MetricUnit | str,
-        value: float,
-        resolution: MetricResolution | int = 60,
-    ) -> None:
-        known = self._validated.get((name, unit, resolution))
-        if known is None or not isinstance(value, numbers.Number):
-            super().add_metric(name=name, unit=unit, value=value, resolution=resolution)
-            self._validated[(name, unit, resolution)] = (
-                name.strip(),
-                extract_cloudwatch_metric_unit_value(
-                    self._metric_units, self._metric_unit_valid_options, unit
-                ),
-                extract_cloudwatch_metric_resolution_value(self._metric_resolutions, resolution),
-            )
-            return
-        metric_name, unit_value, resolution_value = known
-        metric = self.metric_set.get(metric_name)
-        if metric is None:
-            metric = self.metric_set[metric_name] = defaultdict(list)
-        metric["Unit"] = unit_value
-        metric["StorageResolution"] = resolution_value
-        metric["Value"].append(float(value))
-        if len(self.metric_set) == MAX_METRICS or len(metric["Value"]) == MAX_METRICS:
-            print(json.dumps(self.serialize_metric_set()))  # as Powertools publishes 100
-            self.metric_set.clear()
 
 
 class _Segment(BaseSegment):
@@ -180,17 +91,8 @@ def build_tracer() -> Tracer:
     return Tracer(provider=NoTracing(), disabled=False, auto_patch=False)
 
 
-logger = Logger(logger_formatter=_Formatter())
-metrics = Metrics(
-    namespace=NAMESPACE,
-    provider=_EMFProvider(
-        namespace=NAMESPACE,
-        metric_set=Metrics._metrics,
-        dimension_set=Metrics._dimensions,
-        metadata_set=Metrics._metadata,
-        default_dimensions=Metrics._default_dimensions,
-    ),
-)
+logger = Logger()
+metrics = Metrics(namespace=NAMESPACE)
 tracer = build_tracer()
 
 
