@@ -80,7 +80,9 @@ def lose_answers(client: Any, table: str, lost: Callable[[list[Any]], bool]) -> 
     def after(params: dict[str, Any], **_: Any) -> None:
         items = params.get("TransactItems") or []
         names = {next(iter(i.values()))["TableName"] for i in items}
-        puts = [i for i in items if "Put" in i and i["Put"]["Item"].get("type") == {"S": "delivery"}]
+        puts = [
+            i for i in items if "Put" in i and i["Put"]["Item"].get("type") == {"S": "delivery"}
+        ]
         if names == {table} and len(puts) > 1 and lost(items):
             seen.append(1)
             raise ReadTimeoutError(endpoint_url="https://dynamodb")
@@ -112,7 +114,9 @@ def acks(results: dict[str, RecordResult]) -> dict[str, bool]:
     return {mid: r.acknowledged for mid, r in results.items()}
 
 
-def message(mid: str, did: str, res: str | None, seq: int | None, kind: str, body: bytes) -> Message:
+def message(
+    mid: str, did: str, res: str | None, seq: int | None, kind: str, body: bytes
+) -> Message:
     return Message(mid, envelope_json(did, res, seq, body=body, event_type=kind))
 
 
@@ -214,3 +218,30 @@ def test_randomised_batches_with_lost_answers_keep_hooks_and_state(
         assert ledgers[coalesced] == ledgers[per_delivery], f"seed {seed}"
         assert scan(client, coalesced) == scan(client, per_delivery), f"seed {seed}"
     assert lost_total >= 5, lost_total  # the lost-answer path was taken
+
+
+def test_a_cancelled_chunk_of_ties_stops_the_chunks_after_it(
+    tables: Callable[[str], tuple[Any, str, str]],
+) -> None:
+    # Given 1..98, then 100 deliveries tied at 99 (one of them, evt_t50, recorded earlier
+    # under another resource), then 100..105: chunks of 99 end at 99, 99 and 105
+    client, coalesced, per_delivery = tables("ties")
+    seqs = [(f"evt_{s}", s) for s in range(1, 99)]
+    seqs += [(f"evt_t{i}", 99) for i in range(100)]
+    seqs += [(f"evt_{s}", s) for s in range(100, 106)]
+    batch = [
+        message(f"m{i}", did, "cus_1", seq, "customer.updated", did.encode())
+        for i, (did, seq) in enumerate(seqs)
+    ]
+    ledgers: dict[str, list[str]] = {coalesced: [], per_delivery: []}
+    views: dict[str, dict[str, Any]] = {}
+    for table, coalesce in ((coalesced, True), (per_delivery, False)):
+        svc = build(client, table, ledgers[table], coalesce=coalesce)
+        svc.process_batch([message("m-early", "evt_t50", "cus_9", 1, "customer.updated", b"x")])
+        results = svc.process_batch(batch)
+        views[table] = {mid: (r.outcome, r.hook, r.reason) for mid, r in results.items()}
+    # Then the second chunk's cancellation sends it and the third down the per-delivery path:
+    # the ties are applied (the third chunk did not commit 105 before them)
+    assert views[coalesced] == views[per_delivery]
+    assert ledgers[coalesced] == ledgers[per_delivery]
+    assert scan(client, coalesced) == scan(client, per_delivery)
