@@ -10,7 +10,12 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
-from webhook_pipeline.adapters.dynamodb_group import GROUP_LIMIT, group_items, group_token
+from webhook_pipeline.adapters.dynamodb_group import (
+    GROUP_LIMIT,
+    group_items,
+    group_token,
+    read_watermark,
+)
 from webhook_pipeline.adapters.dynamodb_group import write_group as send_group
 from webhook_pipeline.process.coalesce import GroupWrite, PlannedWrite, chunk_group, plan_group
 from webhook_pipeline.process.model import DeliveryRecord, HookState, Outcome
@@ -284,3 +289,31 @@ def test_a_committed_write_answers_none_with_its_token() -> None:
     assert send_group(client, "t", write) is None  # type: ignore[arg-type]
     (request,) = client.requests
     assert request["ClientRequestToken"] == group_token(write, request["TransactItems"])
+
+
+class Reader:
+    """A client answering ``GetItem`` with ``item``, keeping the requests."""
+
+    def __init__(self, item: dict[str, Any] | None) -> None:
+        self.item = item
+        self.requests: list[dict[str, Any]] = []
+
+    def get_item(self, **kw: Any) -> dict[str, Any]:
+        self.requests.append(kw)
+        return {"Item": self.item} if self.item is not None else {}
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [({"watermark": {"N": "42"}}, 42), ({}, None), (None, None)],
+)
+def test_the_watermark_is_read_strongly_consistent(
+    item: dict[str, Any] | None, expected: int | None
+) -> None:
+    # The outcomes are decided against this value: an eventually consistent read could be one
+    # write behind and send the group down the per-delivery path for nothing.
+    client = Reader(item)
+    assert read_watermark(client, "t", "stripe", "cus_1") == expected  # type: ignore[arg-type]
+    (request,) = client.requests
+    assert request["ConsistentRead"] is True
+    assert request["Key"] == {"pk": {"S": "RESOURCE#stripe#cus_1"}, "sk": {"S": "RESOURCE"}}
