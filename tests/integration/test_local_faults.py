@@ -21,7 +21,6 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from webhook_pipeline.hooks import Effects, HookEvent
 from webhook_pipeline.settings import AwsClientSettings
-from webhook_pipeline_ops import ledger
 from webhook_pipeline_ops.commands_replay import LAMBDA_CONFIG
 from webhook_pipeline_ops.local.faults import (
     CRASH_EXIT_STATUS,
@@ -224,6 +223,11 @@ def test_crash_after_write_ends_the_worker_after_its_handler_returned(
 def test_the_ledger_hook_fails_while_its_switch_is_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Imported here, not at collection: importing the ledger registers its hook for every
+    # source, and the registry the conftest fixture restores after each test is the one it saw
+    # when the test began.
+    from webhook_pipeline_ops import ledger
+
     switches = FaultSwitches(tmp_path / "faults")
     monkeypatch.setattr(ledger, "_SWITCHES", switches)
     monkeypatch.setenv("TABLE_NAME", "deliveries")
