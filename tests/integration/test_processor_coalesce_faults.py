@@ -17,11 +17,11 @@ from botocore.exceptions import ReadTimeoutError
 from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 from webhook_pipeline.adapters.s3 import S3PayloadStore
 from webhook_pipeline.envelope import Envelope
-from webhook_pipeline.hooks import Effects, HookEvent, HookRegistry
 from webhook_pipeline.process.model import Message, RecordResult
 from webhook_pipeline.process.service import ProcessorService
 
 from tests.helpers import create_deliveries_table, envelope_json
+from tests.integration.test_processor_coalesce import hooks_for
 
 pytestmark = pytest.mark.integration
 
@@ -45,23 +45,7 @@ def tables(aws: None) -> Iterator[Callable[[str], tuple[Any, str, str]]]:
 
 def build(client: Any, table: str, ledger: list[str], *, coalesce: bool) -> ProcessorService:
     """A service whose hooks append to ``ledger``: one plain, one failing, one with effects."""
-    hooks = HookRegistry()
-
-    def plain(event: HookEvent) -> None:
-        ledger.append(event.delivery_id)
-
-    def failing(event: HookEvent) -> None:
-        ledger.append(event.delivery_id)
-        raise RuntimeError("failing hook")
-
-    def effects(event: HookEvent) -> Effects:
-        ledger.append(event.delivery_id)
-        item = {"pk": {"S": f"EFFECT#{event.delivery_id}"}, "sk": {"S": "EFFECT"}}
-        return Effects(({"Put": {"TableName": table, "Item": item}},))
-
-    hooks.register("stripe", "customer.updated", plain)
-    hooks.register("stripe", "invoice.failed", failing)
-    hooks.register("stripe", "invoice.paid", effects)
+    hooks = hooks_for(table, ledger)
     return ProcessorService(
         store=DynamoDBDeliveryStore(client, table, sleep=lambda _: None),
         payloads=S3PayloadStore(boto3.client("s3"), BUCKET),
