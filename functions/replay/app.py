@@ -35,7 +35,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from webhook_pipeline.adapters.clients import aws_client
-from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender
+from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue, SqsReplaySender
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
 from webhook_pipeline.replay.report import MessageResult

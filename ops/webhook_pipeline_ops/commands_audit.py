@@ -242,7 +242,7 @@ def dead_letter_keys(aws: Aws, max_messages: int) -> list[Key]:
 
 
 def in_flight(aws: Aws) -> int | None:
-    from webhook_pipeline.adapters.sqs import queue_depth
+    from webhook_pipeline.adapters.sqs_replay import queue_depth
 
     return queue_depth(aws.client("sqs"), aws.resources.require("queue_url"))
 

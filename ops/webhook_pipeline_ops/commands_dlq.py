@@ -23,7 +23,7 @@ import binascii
 from datetime import UTC, datetime
 from typing import Any
 
-from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue
+from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError
 from webhook_pipeline.replay.ports import DlqMessage

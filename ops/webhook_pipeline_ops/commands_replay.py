@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from botocore.config import Config
-from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender, queue_attributes
+from webhook_pipeline.adapters.sqs_replay import (
+    SqsDeadLetterQueue,
+    SqsReplaySender,
+    queue_attributes,
+)
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.replay.report import MessageResult, summary
 from webhook_pipeline.replay.request import ReplayRequest

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from webhook_pipeline.adapters.sqs import queue_attributes
+from webhook_pipeline.adapters.sqs_replay import queue_attributes
 
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import human_age, print_json, print_table

@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from webhook_pipeline.adapters.sqs import SqsDeadLetterQueue, SqsReplaySender, queue_depth
+from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue, SqsReplaySender, queue_depth
 from webhook_pipeline.envelope import Envelope, sha256_hex
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.replay.request import ReplayRequest

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from webhook_pipeline.adapters.sqs import queue_attributes, queue_depth
+from webhook_pipeline.adapters.sqs_replay import queue_attributes, queue_depth
 
 from webhook_pipeline_ops import commands_dlq, commands_records, commands_status, time_index
 from webhook_pipeline_ops.aws import Aws, describe_aws_error

@@ -3,7 +3,8 @@
 AWS's own redrive (``StartMessageMoveTask``) moves everything, cannot filter, has no dry run and
 reports nothing. :func:`replay` does all three and works only against two small interfaces
 (:class:`DeadLetterReader`, :class:`MainQueueSender`); the boto3 adapters live in
-:mod:`webhook_pipeline.adapters.sqs` and are wired in the replay function and the operator CLI.
+:mod:`webhook_pipeline.adapters.sqs_replay` and are wired in the replay function and the
+operator CLI.
 
 Semantics, per received DLQ message:
 
