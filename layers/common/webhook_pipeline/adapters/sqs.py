@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from webhook_pipeline.adapters.aws_errors import describe_error
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.ingest.ports import BatchSendResult
 
@@ -26,15 +27,7 @@ if TYPE_CHECKING:
     )
 
 
-def describe_error(exc: Exception) -> str:
-    """``"<error code>: <message>"`` of a botocore error, for logs and ``QueueOperationError``."""
-    if isinstance(exc, ClientError):
-        err = exc.response.get("Error", {})
-        return f"{err.get('Code', 'ClientError')}: {err.get('Message', '')}".strip()
-    return f"{type(exc).__name__}: {exc}"
-
-
-__all__ = ["SqsQueue", "describe_error", "message_attributes", "message_body"]
+__all__ = ["SqsQueue", "message_attributes", "message_body"]
 
 
 #: A character SQS refuses in a message body or string attribute value

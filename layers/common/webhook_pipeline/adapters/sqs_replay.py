@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from webhook_pipeline.adapters.sqs import describe_error as _describe
+from webhook_pipeline.adapters.aws_errors import describe_error as _describe
 from webhook_pipeline.errors import QueueOperationError
 from webhook_pipeline.replay.ports import DlqMessage
 
