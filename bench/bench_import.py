@@ -19,6 +19,13 @@ Samples are interleaved; medians and ratios are reported (target: app / deps <= 
 
 Run: ``.venv/bin/python bench/bench_import.py [--quick] [--traced] [--before REV]``; figures go
 to ``bench/results/import.json`` (``--quick``: ``import.quick.json``, git-ignored).
+
+``--instructions`` counts instead of timing: each import runs once under
+``valgrind --tool=callgrind``, which counts the instructions the interpreter executes, the same
+count for the same code and inputs whatever else the machine is doing. The ratio is
+``(app - empty) / (deps - empty)``, where ``empty`` is ``python -c pass`` (the interpreter's own
+start-up, in both). Written to ``bench/results/import_instructions.json`` (with ``--traced``:
+``import_instructions_traced.json``); needs valgrind.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ import argparse
 import json
 import os
 import platform
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -108,13 +117,67 @@ def third_party(function: str, traced: bool) -> list[str]:
     ]
 
 
+def count_instructions(code: str, function: str, traced: bool) -> int:
+    """Instructions ``python -c code`` executes in ``function``'s folder (callgrind's total)."""
+    with tempfile.TemporaryDirectory() as folder:
+        result = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={folder}/callgrind.out",
+                PY,
+                "-c",
+                code,
+            ],
+            cwd=ROOT / "functions" / function,
+            env=env_for(function, ROOT, traced),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    found = re.search(r"Collected : (\d+)", result.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind reported no total: {result.stderr[-400:]}")
+    return int(found.group(1))
+
+
+def instructions(traced: bool) -> dict[str, Any]:
+    """Import cost in instructions, per function: deps, app and the ratio."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    report: dict[str, Any] = {}
+    for function in FIRST_USE:
+        empty = count_instructions("pass", function, traced)
+        deps = count_instructions(
+            "\n".join(f"import {m}" for m in third_party(function, traced)), function, traced
+        )
+        app = count_instructions("import app", function, traced)
+        ratio = (app - empty) / (deps - empty)
+        report[function] = {
+            "empty_interpreter": empty,
+            "deps_import": deps - empty,
+            "app_import": app - empty,
+            "app_import_over_deps": round(ratio, 3),
+            "target_met": ratio <= 1.10,
+        }
+        print(f"{function}: {report[function]}", file=sys.stderr, flush=True)
+    return report
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--traced", action="store_true")
     parser.add_argument("--before", default=None)
     parser.add_argument("--runs", type=int, default=None)
     args = parser.parse_args()
+    if args.instructions:
+        write_results(
+            "import_instructions_traced.json" if args.traced else "import_instructions.json",
+            {"counted": "instructions (valgrind callgrind)", "results": instructions(args.traced)},
+        )
+        return
     runs = args.runs or (5 if args.quick else 21)
     variants: dict[str, tuple[str, str, Path]] = {}
     for function in FIRST_USE:
@@ -179,6 +242,23 @@ def main() -> None:
             "after_over_before_total": round(after["total_s"] / before["total_s"], 3),
             "saved_total_s": round(before["total_s"] - after["total_s"], 4),
         }
+    name = (
+        "import.quick.json"
+        if args.quick
+        else ("import_traced.json" if args.traced else "import.json")
+    )
+    write_results(
+        name,
+        {
+            "runs_each": runs,
+            "tracing": "on (as deployed)" if args.traced else "off",
+            "results": report,
+        },
+    )
+
+
+def write_results(name: str, body: dict[str, Any]) -> None:
+    """``bench/results/<name>``: the command, the machine, the time, then ``body``."""
     results = {
         "command": " ".join(
             [".venv/bin/python", str(Path(sys.argv[0]).resolve().relative_to(ROOT)), *sys.argv[1:]]
@@ -189,15 +269,8 @@ def main() -> None:
             "platform": platform.platform(),
         },
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "runs_each": runs,
-        "tracing": "on (as deployed)" if args.traced else "off",
-        "results": report,
+        **body,
     }
-    name = (
-        "import.quick.json"
-        if args.quick
-        else ("import_traced.json" if args.traced else "import.json")
-    )
     out = ROOT / "bench" / "results" / name
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
