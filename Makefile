@@ -100,8 +100,12 @@ bench: $(STAMP_DEV)  ## benchmarks (quick modes); figures written to bench/resul
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; \
 	  case " $(BENCH_QUICK) " in *" $$f "*) $(PY) $$f --quick;; *) $(PY) $$f;; esac; done
 
-bench-full: $(STAMP_DEV)  ## every benchmark in full (about 25 minutes): the committed figures
+bench-full: $(STAMP_DEV)  ## every benchmark in full (about 30 minutes): the committed figures
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f; done
+	@# the import ratios counted in instructions (callgrind: repeatable on a busy machine)
+	@if command -v valgrind >/dev/null 2>&1; then echo "== bench/bench_import.py --instructions"; \
+	  $(PY) bench/bench_import.py --instructions; \
+	 else echo "valgrind not found: bench_import.py --instructions skipped"; fi
 
 build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)
 	$(VENV)/bin/sam build
