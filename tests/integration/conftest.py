@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
 import botocore.client
 import pytest
 
-from tests.helpers import load_function
+from tests.helpers import create_deliveries_table, load_function
 from tests.integration.ingest_harness import IngestHarness, provision
 
 
@@ -56,3 +56,20 @@ def aws_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
     return calls
+
+
+@pytest.fixture
+def two_tables(aws: None) -> Iterator[Callable[[str], tuple[Any, str, str]]]:
+    """``make(tag)``: two fresh deliveries tables (``coalesced-<tag>``, ``per-delivery-<tag>``)
+    on in-process moto, and the payload bucket ``webhook-pipeline-payloads``: the coalesced
+    write and the per-delivery path compared on the same input."""
+    client = boto3.client("dynamodb")
+    boto3.client("s3").create_bucket(Bucket="webhook-pipeline-payloads")
+
+    def make(tag: str) -> tuple[Any, str, str]:
+        names = (f"coalesced-{tag}", f"per-delivery-{tag}")
+        for name in names:
+            create_deliveries_table(client, name)
+        return client, *names
+
+    yield make

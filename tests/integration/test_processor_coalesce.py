@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -396,20 +396,6 @@ def hooks_for(table: str, ledger: list[str]) -> HookRegistry:
     hooks.register("stripe", "invoice.failed", failing)
     hooks.register("stripe", "invoice.paid", effects)
     return hooks
-
-
-@pytest.fixture
-def two_tables(aws: None) -> Iterator[Callable[[str], tuple[Any, str, str]]]:
-    client = boto3.client("dynamodb")
-    boto3.client("s3").create_bucket(Bucket=BUCKET)
-
-    def make(tag: str) -> tuple[Any, str, str]:
-        names = (f"coalesced-{tag}", f"per-delivery-{tag}")
-        for name in names:
-            create_deliveries_table(client, name)
-        return client, *names
-
-    yield make
 
 
 def view(result: RecordResult) -> tuple[Any, ...]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,27 +20,13 @@ from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.process.model import Message, RecordResult
 from webhook_pipeline.process.service import ProcessorService
 
-from tests.helpers import create_deliveries_table, envelope_json
+from tests.helpers import envelope_json
 from tests.integration.test_processor_coalesce import hooks_for
 
 pytestmark = pytest.mark.integration
 
 BUCKET = "webhook-pipeline-payloads"
 NOW = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def tables(aws: None) -> Iterator[Callable[[str], tuple[Any, str, str]]]:
-    client = boto3.client("dynamodb")
-    boto3.client("s3").create_bucket(Bucket=BUCKET)
-
-    def make(tag: str) -> tuple[Any, str, str]:
-        names = (f"coalesced-{tag}", f"per-delivery-{tag}")
-        for name in names:
-            create_deliveries_table(client, name)
-        return client, *names
-
-    yield make
 
 
 def build(client: Any, table: str, ledger: list[str], *, coalesce: bool) -> ProcessorService:
@@ -105,10 +91,10 @@ def message(
 
 
 def test_a_group_write_whose_answer_was_lost_runs_each_hook_once(
-    tables: Callable[[str], tuple[Any, str, str]],
+    two_tables: Callable[[str], tuple[Any, str, str]],
 ) -> None:
     # Given a group of four deliveries of one resource (one older than the stored watermark)
-    client, coalesced, per_delivery = tables("lost")
+    client, coalesced, per_delivery = two_tables("lost")
     kinds = ["customer.updated", "invoice.paid", "customer.updated", "invoice.paid"]
     batch = [
         message(f"m{i}", f"evt_{i}", "cus_1", seq, kinds[i], f'{{"i":{i}}}'.encode())
@@ -131,10 +117,10 @@ def test_a_group_write_whose_answer_was_lost_runs_each_hook_once(
 
 
 def test_a_chunked_group_whose_second_chunk_is_cancelled_ends_as_the_per_delivery_path(
-    tables: Callable[[str], tuple[Any, str, str]],
+    two_tables: Callable[[str], tuple[Any, str, str]],
 ) -> None:
     # Given evt_120 recorded earlier under another resource, and 150 deliveries of cus_1
-    client, coalesced, per_delivery = tables("chunks")
+    client, coalesced, per_delivery = two_tables("chunks")
     ledgers: dict[str, list[str]] = {coalesced: [], per_delivery: []}
     views: dict[str, dict[str, Any]] = {}
     batch = [
@@ -183,11 +169,11 @@ def random_batches(rng: random.Random) -> list[list[Message]]:
 
 
 def test_randomised_batches_with_lost_answers_keep_hooks_and_state(
-    tables: Callable[[str], tuple[Any, str, str]],
+    two_tables: Callable[[str], tuple[Any, str, str]],
 ) -> None:
     lost_total = 0
     for seed in range(30):
-        client, coalesced, per_delivery = tables(str(seed))
+        client, coalesced, per_delivery = two_tables(str(seed))
         rng = random.Random(seed)
         batches = random_batches(rng)
         lost = lose_answers(client, coalesced, lambda _: rng.random() < 0.4)
@@ -205,11 +191,11 @@ def test_randomised_batches_with_lost_answers_keep_hooks_and_state(
 
 
 def test_a_cancelled_chunk_of_ties_stops_the_chunks_after_it(
-    tables: Callable[[str], tuple[Any, str, str]],
+    two_tables: Callable[[str], tuple[Any, str, str]],
 ) -> None:
     # Given 1..98, then 100 deliveries tied at 99 (one of them, evt_t50, recorded earlier
     # under another resource), then 100..105: chunks of 99 end at 99, 99 and 105
-    client, coalesced, per_delivery = tables("ties")
+    client, coalesced, per_delivery = two_tables("ties")
     seqs = [(f"evt_{s}", s) for s in range(1, 99)]
     seqs += [(f"evt_t{i}", 99) for i in range(100)]
     seqs += [(f"evt_{s}", s) for s in range(100, 106)]
