@@ -668,11 +668,9 @@ class Run:
     # -- settle and read -----------------------------------------------------------------------
     def settle(self) -> tuple[float | None, dict[str, int]]:
         sqs = self.client("sqs")
-        names = [
-            "ApproximateNumberOfMessages",
-            "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed",
-        ]
+        from webhook_pipeline.adapters.sqs_replay import DEPTH_ATTRIBUTES
+
+        names = list(DEPTH_ATTRIBUTES)
         started = time.monotonic()
         quiet = 0
         last: dict[str, int] = {}
