@@ -42,6 +42,7 @@ import base64
 import json
 import os
 import platform
+import random
 import shutil
 import socket
 import statistics
@@ -394,6 +395,9 @@ def counts(handlers: dict[str, Handler], source: Any, redis_port: int) -> dict[s
 
 
 QUEUE = {"url": "", "passes": 0}
+ORDER_RNG = random.Random(15)  # seeded: the same orders on every run
+# variant -> the variant that ran right before it -> how many times (timed requests only)
+PREDECESSORS: dict[str, dict[str, int]] = {}
 
 
 def fresh_queue(app: Any) -> None:
@@ -415,16 +419,24 @@ def timings(handlers: dict[str, Handler], source: Any, app: Any) -> dict[str, An
         name: {"new": [], "duplicate": []} for name in handlers
     }
     names = list(handlers)
-    for round_index in range(ROUNDS):
+    PREDECESSORS.update({name: {} for name in names})
+    for _round in range(ROUNDS):
         events = {name: deliveries(source, N_PER_ROUND) for name in names}
         for kind in ("new", "duplicate"):
-            # Interleaved request by request, in a rotating order: what the shared machine does
-            # to one variant at a moment it does to the others within milliseconds.
+            # Interleaved request by request, in an order shuffled for every request: what the
+            # shared machine does to one variant at a moment it does to the others within
+            # milliseconds. A rotation would keep the cyclic order, so one variant would always
+            # run right after the slowest one (DynamoDB on moto: a 7 ms wait that leaves the CPU
+            # caches cold and doubles the next request's time); see ``predecessors`` in the
+            # results, which counts how often each variant ran right after each other one.
             walls: dict[str, list[float]] = {name: [] for name in names}
             cpus: dict[str, list[float]] = {name: [] for name in names}
+            previous = "(start)"
             for i in range(N_PER_ROUND):
-                shift = (i + round_index) % len(names)
-                for name in names[shift:] + names[:shift]:
+                order = ORDER_RNG.sample(names, len(names))
+                for name in order:
+                    PREDECESSORS[name][previous] = PREDECESSORS[name].get(previous, 0) + 1
+                    previous = name
                     w, c = run(handlers[name], [events[name][i]], name)
                     walls[name] += w
                     cpus[name] += c
@@ -560,6 +572,7 @@ def main() -> None:
         "ratio_to_bare": ratio,
         "ours_over": ours_over_each,
         "failed_requests_left_out": FAILED,
+        "predecessors": PREDECESSORS,
         "targets_met": targets,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
