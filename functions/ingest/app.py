@@ -24,7 +24,13 @@ from webhook_pipeline.errors import IngestError
 from webhook_pipeline.http import request_from_event
 from webhook_pipeline.ingest.claims import CircuitBreaker
 from webhook_pipeline.ingest.service import IngestPolicy, IngestService
-from webhook_pipeline.observability import MetricName, MetricUnit, logger, metrics, tracer
+from webhook_pipeline.observability import (
+    MetricName,
+    MetricUnit,
+    capture_lambda_handler,
+    logger,
+    metrics,
+)
 from webhook_pipeline.providers.model import Answer
 from webhook_pipeline.settings import IngestSettings
 from webhook_pipeline.sources import load_sources, warn_unsigned
@@ -98,7 +104,7 @@ def error_response(error: IngestError) -> dict[str, Any]:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
+@capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Handle one API Gateway (HTTP API 2.0 or REST 1.0) proxy event.

@@ -25,7 +25,13 @@ from webhook_pipeline.adapters.clients import aws_client
 from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 from webhook_pipeline.adapters.s3 import S3PayloadStore
 from webhook_pipeline.hooks import load_hooks_module, registry
-from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
+from webhook_pipeline.observability import (
+    MetricName,
+    capture_lambda_handler,
+    count,
+    logger,
+    metrics,
+)
 from webhook_pipeline.process.model import Message, Outcome, RecordResult
 from webhook_pipeline.process.service import ProcessorService
 from webhook_pipeline.settings import ProcessorSettings
@@ -119,7 +125,7 @@ def _report(result: RecordResult) -> None:
 
 
 @logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
+@capture_lambda_handler()
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS event source mapping entry point.

@@ -37,7 +37,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from webhook_pipeline.adapters.clients import aws_client
 from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue, SqsReplaySender
 from webhook_pipeline.errors import InvalidReplayRequestError
-from webhook_pipeline.observability import MetricName, count, logger, metrics, tracer
+from webhook_pipeline.observability import (
+    MetricName,
+    capture_lambda_handler,
+    count,
+    logger,
+    metrics,
+)
 from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayRequest
 from webhook_pipeline.replay.run import replay
@@ -67,7 +73,7 @@ def _log_message(result: MessageResult) -> None:
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler
+@capture_lambda_handler()
 @metrics.log_metrics
 def lambda_handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     """Run one replay and return its report (see the module docstring).
