@@ -4,10 +4,11 @@ and moto. Events are signed at the current time with the development secrets."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 
 import pytest
-from webhook_pipeline.fields import json_array_items
+from webhook_pipeline.fields import body_digest, json_array_items, parse_body
 from webhook_pipeline_ops.samples import (
     example_sources,
     http_api_event,
@@ -58,6 +59,14 @@ def test_new_delivery_of_every_source_is_accepted_and_enqueued(make_ingest, sour
         items = json_array_items(delivery.body, provider.batch_path)
         assert [base64.b64decode(e["body_b64"]) for e in envelopes] == [i.raw for i in items]
     assert all(e["gate"] == "claimed" for e in envelopes)
+    # And each carries the SHA-256 of its own bytes, and the content digest apart only where
+    # the provider's volatile fields make it differ
+    for item in envelopes:
+        raw = base64.b64decode(item["body_b64"])
+        assert item["body_sha256"] == hashlib.sha256(raw).hexdigest()
+        document = parse_body(raw, SOURCES[source].body_format)
+        digest = body_digest(raw, document, provider.volatile_fields)
+        assert item.get("content_sha256") == (None if digest == item["body_sha256"] else digest)
 
 
 def test_envelope_carries_ordering_fields_and_selected_headers_only(ingest: IngestHarness) -> None:

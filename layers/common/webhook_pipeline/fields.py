@@ -223,15 +223,18 @@ def _elements(text: str, start: int, end: int) -> Iterator[tuple[Any, int, int]]
             i = _skip(text, i + 1)
 
 
-def body_digest(raw: bytes, document: Any, volatile_fields: tuple[str, ...]) -> str:
+def body_digest(
+    raw: bytes, document: Any, volatile_fields: tuple[str, ...], raw_sha256: str | None = None
+) -> str:
     """The hex SHA-256 used to tell whether two copies of a delivery carry the same content.
 
-    Without volatile fields it is the SHA-256 of the raw bytes. With them (HubSpot's
-    ``attemptNumber`` changes on every retry) it is the SHA-256 of the parsed document with those
-    dotted paths removed, serialised canonically (sorted keys, no spaces).
+    Without volatile fields it is the SHA-256 of the raw bytes (``raw_sha256`` when the caller
+    has it already, so a body is hashed once). With them (HubSpot's ``attemptNumber`` changes on
+    every retry) it is the SHA-256 of the parsed document with those dotted paths removed,
+    serialised canonically (sorted keys, no spaces).
     """
     if not volatile_fields or not isinstance(document, dict):
-        return hashlib.sha256(raw).hexdigest()
+        return raw_sha256 if raw_sha256 is not None else hashlib.sha256(raw).hexdigest()
     pruned = json.loads(json.dumps(document))
     for path in volatile_fields:
         *parents, last = path.split(".")

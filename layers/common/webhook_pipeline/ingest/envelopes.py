@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from webhook_pipeline.envelope import Envelope, claim_check_prefix, sha256_hex, utcnow
+from webhook_pipeline.envelope import Envelope, claim_check_prefix, utcnow
 from webhook_pipeline.fields import body_b64
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import DeliveryEvent
@@ -62,7 +62,6 @@ class EnvelopeFactory:
             pointer = self.payloads.put(
                 f"{claim_check_prefix(self.source.name)}{id_digest}/{token}", event.body
             )
-        raw_sha = sha256_hex(event.body)
         return Envelope(
             source=self.source.name,
             delivery_id=event.delivery_id,
@@ -74,8 +73,8 @@ class EnvelopeFactory:
             body_b64=body_b64(event.body) if inline else None,
             body_ref=pointer,
             body_size=size,
-            body_sha256=raw_sha,
-            content_sha256=event.digest if event.digest != raw_sha else None,
+            body_sha256=event.body_sha256,
+            content_sha256=event.digest if event.digest != event.body_sha256 else None,
             batch_index=batch[0] if batch else None,
             batch_count=batch[1] if batch else None,
             gate="claimed" if holds_claim else "bypassed",

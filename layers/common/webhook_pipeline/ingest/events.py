@@ -4,6 +4,7 @@ event's identity and ordering fields from verified material only (invariant I8),
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from webhook_pipeline.errors import BadDeliveryError
@@ -44,6 +45,9 @@ class DeliveryEvent:
         The event's exact bytes (the whole body, or one element of a batch).
     digest : str
         Content digest for the duplicate body-consistency check.
+    body_sha256 : str
+        Hex SHA-256 of ``body`` (the envelope's ``body_sha256``; ``digest`` is the same string
+        unless the provider has volatile fields).
     """
 
     delivery_id: str
@@ -52,6 +56,7 @@ class DeliveryEvent:
     sequence: int | None
     body: bytes
     digest: str
+    body_sha256: str
 
 
 def read_events(
@@ -114,8 +119,11 @@ def _event(
         )
     if resource_key is not None and len(resource_key.encode("utf-8")) > MAX_RESOURCE_KEY_BYTES:
         raise BadDeliveryError("resource_key_too_long")
-    digest = body_digest(body.raw, body.document, source.provider.volatile_fields)
-    return DeliveryEvent(delivery_id, event_type, resource_key, sequence, body.raw, digest)
+    raw_sha256 = hashlib.sha256(body.raw).hexdigest()
+    digest = body_digest(body.raw, body.document, source.provider.volatile_fields, raw_sha256)
+    return DeliveryEvent(
+        delivery_id, event_type, resource_key, sequence, body.raw, digest, raw_sha256
+    )
 
 
 def _text(value: str | int | None) -> str | None:
