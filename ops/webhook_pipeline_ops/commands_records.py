@@ -33,13 +33,15 @@ def register(subparsers: Any) -> None:
         (
             "deliveries",
             "DELIVERY_ID",
-            "the delivery id the source sent (as `send --list` prints it)",
+            "the delivery id the source sent (as `send --list` prints it); an id that starts "
+            "with '-' (SendGrid's sg_event_id can) goes after '--': get sendgrid -- -8WCF...",
             "the delivery record of a (source, delivery id)",
         ),
         (
             "resources",
             "KEY",
-            "the resource key as recorded (e.g. a Stripe customer id)",
+            "the resource key as recorded (e.g. a Stripe customer id); one that starts with "
+            "'-' goes after '--'",
             "the resource item (sequence watermark) of a (source, resource key)",
         ),
     ):

@@ -83,12 +83,13 @@ class LocalStack:
 
     def delivery(self, source: str, delivery_id: str) -> dict[str, Any] | None:
         """``webhook-pipeline deliveries get --local --json SOURCE ID`` (None when absent)."""
-        code, out = self.cli("deliveries", "get", "--local", "--json", source, delivery_id)
+        # "--": a delivery id may start with "-" (SendGrid's random ids do)
+        code, out = self.cli("deliveries", "get", "--local", "--json", "--", source, delivery_id)
         return json.loads(out) if code == 0 and out.strip() else None
 
     def resource(self, source: str, key: str) -> dict[str, Any] | None:
         """``webhook-pipeline resources get --local --json SOURCE KEY`` (None when absent)."""
-        code, out = self.cli("resources", "get", "--local", "--json", source, key)
+        code, out = self.cli("resources", "get", "--local", "--json", "--", source, key)
         return json.loads(out) if code == 0 and out.strip() else None
 
     def client(self, service: str) -> Any:

@@ -192,6 +192,15 @@ def test_deliveries_get_names_an_unknown_source(cli: Run, local_dir: Path) -> No
     assert "no delivery recorded" in err and "unknown" not in err
     code, _, err = cli("resources", "get", "--local", "nosuch", "cus_1")
     assert "source 'nosuch' is unknown" in err
+    # an id that starts with "-" (SendGrid's random ids can) is read as an option, unless it
+    # comes after "--", as the help says
+    code, _, err = cli("deliveries", "get", "--local", "stripe", "-8WCFAS9SBO9zumJplyQ8A")
+    assert code == 2 and "DELIVERY_ID" in err
+    code, _, err = cli("deliveries", "get", "--local", "--", "stripe", "-8WCFAS9SBO9zumJplyQ8A")
+    assert code == 1
+    assert "no delivery recorded" in err
+    code, out, _ = cli("deliveries", "get", "--help")
+    assert "goes after '--'" in " ".join(out.split())
     # --json is still accepted (the output is JSON anyway)
     code, out, _ = cli("deliveries", "get", "--local", "--json", "stripe", "evt_1")
     assert code == 0 and json.loads(out)["outcome"] == "applied"

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools import Logger
-
 from webhook_pipeline import observability
 from webhook_pipeline.observability import message_deserializer
 
@@ -42,11 +41,11 @@ EDGE_MESSAGES = [
     '"quoted"',
     '{"a": 1, "b": [1, 2]}',
     "[1, 2, 3]",
-    "  \n\t{\"indented\": true}",
+    '  \n\t{"indented": true}',
     "{not json",
     "[unbalanced",
-    "\u00a0{\"a\": 1}",  # a non-JSON blank before a JSON object
-    "\u00e9t\u00e9 {\"a\": 1}",
+    '\u00a0{"a": 1}',  # a non-JSON blank before a JSON object
+    '\u00e9t\u00e9 {"a": 1}',
     "ids: [1, 2]",
 ]
 
