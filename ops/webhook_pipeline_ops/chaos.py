@@ -266,6 +266,7 @@ class Reconciliation:
     applied_without_ledger: int | None = None
     ledger_items: int = 0
     hooks_pending: int = 0
+    hooks_parked_in_dlq: int = 0
     out_of_order_applied: int = 0
     watermark_mismatches: int = 0
     resources_checked: int = 0
@@ -408,7 +409,21 @@ def reconcile(
     rec.recorded_stale = sum(
         1 for k, r in records.items() if k in by_delivery and r.get("outcome") == "stale"
     )
-    rec.hooks_pending = sum(1 for r in records.values() if r.get("hook_state") == "pending")
+    # An applied delivery whose hook kept failing until its message went to the DLQ (with the
+    # processor's reason) is parked, not lost: the record says the hook is still owed, and a
+    # replay runs it. It is counted apart from "applied without a hook run", which is a hook
+    # skipped with nothing left to run it.
+    parked = {
+        k
+        for k, r in records.items()
+        if r.get("outcome") == "applied" and r.get("hook_state") == "pending" and k in dlq_reasons
+    }
+    rec.hooks_parked_in_dlq = len(parked)
+    for k in sorted(parked):
+        note("hooks_parked_in_dlq", k)
+    rec.hooks_pending = sum(
+        1 for k, r in records.items() if r.get("hook_state") == "pending" and k not in parked
+    )
 
     if rec.ledger_items:
         doubles = [k for k, n in ledger.items() if n > 1]
@@ -416,7 +431,11 @@ def reconcile(
         for k in doubles:
             note("double_applied", k)
         # The other half of "exactly once": an applied delivery whose hook never ran.
-        missing = [k for k, r in records.items() if r.get("outcome") == "applied" and not ledger[k]]
+        missing = [
+            k
+            for k, r in records.items()
+            if r.get("outcome") == "applied" and not ledger[k] and k not in parked
+        ]
         rec.applied_without_ledger = len(missing)
         for k in missing:
             note("applied_without_ledger", k)
@@ -504,6 +523,7 @@ def render(report: Mapping[str, Any]) -> str:
         ("watermark mismatches", f"{r['watermark_mismatches']} of {r['resources_checked']}"),
         ("recorded after a 4xx", r["recorded_after_4xx"]),
         ("hooks still pending after settle", r["hooks_pending"]),
+        ("hooks parked in the DLQ (a replay runs them)", r.get("hooks_parked_in_dlq", 0)),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]

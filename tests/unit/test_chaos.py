@@ -323,3 +323,37 @@ def test_an_applied_delivery_without_a_ledger_item_fails_the_proof_once_measured
     assert (complete.applied_without_ledger, complete.failed()) == (0, False)
     unmeasured = reconcile(sent, items[:3], [])
     assert unmeasured.as_dict()["applied_without_ledger"] == "not measured"
+
+
+def test_a_hook_parked_in_the_dlq_is_owed_not_skipped() -> None:
+    """An applied delivery whose hook failed until its message went to the DLQ (with the
+    processor's reason) still owes its hook: counted as parked, not as "applied without a hook
+    run"; the same record with no DLQ entry, or one without a reason, fails the proof."""
+    sent = [copy("evt_1", 202), copy("evt_2", 202, sequence=11)]
+    pending = {**record("evt_2", sequence=11, recorded_at="2026-12-01T11:00:00")}
+    pending["hook_state"] = "pending"
+    items = [record("evt_1"), pending, resource("cus_1", 11), ledger("stripe", "evt_1", 1)]
+    reason = [{"source": "stripe", "delivery_id": "evt_2", "reason": "hook failed: Boom"}]
+    parked = reconcile(sent, items, reason)
+    assert (parked.hooks_parked_in_dlq, parked.hooks_pending) == (1, 0)
+    assert (parked.applied_without_ledger, parked.failed()) == (0, False)
+    assert parked.examples["hooks_parked_in_dlq"] == ["stripe/evt_2"]
+    assert "hooks parked in the DLQ" in render(
+        {
+            "reconciliation": parked.as_dict(),
+            "sender": dict.fromkeys(
+                ("copies", "duplicate_copies", "requests", "retries", "final_2xx", "final_4xx"), 0
+            )
+            | {"final_5xx": 0, "final_no_answer": 0, "elapsed_seconds": 1.0},
+        }
+    )
+    for dlq in ([], [{"source": "stripe", "delivery_id": "evt_2", "reason": ""}]):
+        skipped = reconcile(sent, items, dlq)
+        assert (skipped.hooks_parked_in_dlq, skipped.hooks_pending) == (0, 1)
+        assert (skipped.applied_without_ledger, skipped.failed()) == (1, True)
+    # a DLQ entry does not excuse a record that says its hook is done yet has no ledger item
+    done = [*items[:1], record("evt_2", sequence=11), *items[2:]]
+    not_owed = reconcile(sent, done, reason)
+    assert (not_owed.hooks_parked_in_dlq, not_owed.applied_without_ledger) == (0, 1)
+    ran = reconcile(sent, [*done, ledger("stripe", "evt_2", 1)], reason)
+    assert (ran.hooks_parked_in_dlq, ran.applied_without_ledger, ran.failed()) == (0, 0, False)
