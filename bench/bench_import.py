@@ -31,6 +31,7 @@ start-up, in both). Written to ``bench/results/import_instructions.json`` (with 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -71,7 +72,9 @@ def env_for(function: str, root: Path, traced: bool) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("POWERTOOLS_", "AWS_LAMBDA_", "LAMBDA_"))
+        # PYTHONDONTWRITEBYTECODE would leave a module edited since its .pyc was written to be
+        # compiled again in every measured import (compile_tree writes them first as well)
+        if not k.startswith(("POWERTOOLS_", "AWS_LAMBDA_", "LAMBDA_", "PYTHONDONTWRITEBYTECODE"))
     }
     env.update(
         {
@@ -93,6 +96,15 @@ def env_for(function: str, root: Path, traced: bool) -> dict[str, str]:
         }
     )
     return env
+
+
+def compile_tree(root: Path) -> None:
+    """Write the ``.pyc`` file of every module of the layer and the functions under ``root``,
+    as ``sam build`` ships them, so no measured import compiles a source file (a stale or
+    missing ``.pyc`` costs the compile on every import when bytecode is not written)."""
+    for folder in (root / "layers" / "common", root / "functions"):
+        if not compileall.compile_dir(folder, quiet=1):
+            raise SystemExit(f"compileall failed under {folder}")
 
 
 def run(code: str, function: str, root: Path, traced: bool) -> Any:
@@ -172,6 +184,7 @@ def main() -> None:
     parser.add_argument("--before", default=None)
     parser.add_argument("--runs", type=int, default=None)
     args = parser.parse_args()
+    compile_tree(ROOT)
     if args.instructions:
         write_results(
             "import_instructions_traced.json" if args.traced else "import_instructions.json",
@@ -198,6 +211,7 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
+        compile_tree(before_dir)
         variants["ingest:app@before"] = (
             TIMED.format(imports="import app", first_use=FIRST_USE["ingest"]),
             "ingest",
