@@ -169,6 +169,17 @@ def test_traced_handler_goes_through_the_tracer() -> None:
         "def handler(event, context): return 1\n"
         "wrapped = o.capture_lambda_handler(capture_response=False)(handler)\n"
         "print(o.TRACING, wrapped is handler, wrapped.__wrapped__ is handler)\n"
+        # the choice reaches Powertools as given; none given leaves it to its environment
+        # variable (POWERTOOLS_TRACER_CAPTURE_RESPONSE), as the bare decorator does
+        "seen = []\n"
+        "real = o.tracer.capture_lambda_handler\n"
+        "def spy(*args, **kw):\n"
+        "    if not args: seen.append(kw)  # ours; Powertools then calls itself with the handler\n"
+        "    return real(*args, **kw)\n"
+        "o.tracer.capture_lambda_handler = spy\n"
+        "o.capture_lambda_handler()(handler)\n"
+        "o.capture_lambda_handler(capture_response=False)(handler)\n"
+        "print(*(kw['capture_response'] for kw in seen))\n"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "LAMBDA_"))}
     env = {
@@ -181,4 +192,4 @@ def test_traced_handler_goes_through_the_tracer() -> None:
     result = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
-    assert result.stdout.split() == ["True", "False", "True"]
+    assert result.stdout.split() == ["True", "False", "True", "None", "False"]

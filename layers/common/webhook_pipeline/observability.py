@@ -130,10 +130,11 @@ TRACING = not isinstance(tracer.provider, NoTracing)
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
-def capture_lambda_handler(capture_response: bool = True) -> Callable[[Handler], Handler]:
+def capture_lambda_handler(capture_response: bool | None = None) -> Callable[[Handler], Handler]:
     """``tracer.capture_lambda_handler`` where tracing is on; where it is off the handler is
     left as it is (the decorator's segment, annotations and cold-start bookkeeping would all go
-    to :class:`NoTracing`)."""
+    to :class:`NoTracing`). ``capture_response=None`` leaves the choice to Powertools
+    (``POWERTOOLS_TRACER_CAPTURE_RESPONSE``, default true), as the bare decorator does."""
     if TRACING:
         return tracer.capture_lambda_handler(capture_response=capture_response)
 
