@@ -409,10 +409,11 @@ def reconcile(
     rec.recorded_stale = sum(
         1 for k, r in records.items() if k in by_delivery and r.get("outcome") == "stale"
     )
-    # An applied delivery whose hook kept failing until its message went to the DLQ (with the
-    # processor's reason) is parked, not lost: the record says the hook is still owed, and a
-    # replay runs it. It is counted apart from "applied without a hook run", which is a hook
-    # skipped with nothing left to run it.
+    # An applied delivery whose hook kept failing until a copy of it went to the DLQ is parked,
+    # not lost: the record says the hook is still owed, and any copy a replay brings back runs
+    # it (the processor runs an applied record's pending hook when a copy arrives). It is
+    # counted apart from "applied without a hook run", a hook skipped with nothing left to run
+    # it. (``dlq peek`` gives every entry a reason, "retries exhausted" at the least.)
     parked = {
         k
         for k, r in records.items()

@@ -351,6 +351,10 @@ def test_a_hook_parked_in_the_dlq_is_owed_not_skipped() -> None:
         skipped = reconcile(sent, items, dlq)
         assert (skipped.hooks_parked_in_dlq, skipped.hooks_pending) == (0, 1)
         assert (skipped.applied_without_ledger, skipped.failed()) == (1, True)
+    # only an applied record's hook is owed: a stale one left pending is not parked
+    stale = {**pending, "outcome": "stale"}
+    not_applied = reconcile(sent, [items[0], stale, *items[2:]], reason)
+    assert (not_applied.hooks_parked_in_dlq, not_applied.hooks_pending) == (0, 1)
     # a DLQ entry does not excuse a record that says its hook is done yet has no ledger item
     done = [*items[:1], record("evt_2", sequence=11), *items[2:]]
     not_owed = reconcile(sent, done, reason)
