@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.shared.functions import strtobool
 from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
 
 NAMESPACE = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "WebhookPipeline")
@@ -115,7 +116,7 @@ def _log_serializer() -> Callable[[Any], str] | None:
     """One encoder for every log line, with Powertools' own settings (``default=str``, compact
     separators, ``ensure_ascii=False``): ``json.dumps`` with those arguments built a new
     encoder per line. ``None`` (Powertools' default, indented) when ``POWERTOOLS_DEV`` is set."""
-    if os.environ.get("POWERTOOLS_DEV", "0").lower() in ("1", "y", "yes", "t", "true", "on"):
+    if strtobool(os.environ.get("POWERTOOLS_DEV", "0")):  # Powertools' own reading of it
         return None
     encoder = json.JSONEncoder(default=str, separators=(",", ":"), ensure_ascii=False)
     return encoder.encode
