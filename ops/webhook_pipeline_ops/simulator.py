@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook_pipeline.providers.model import SignedRequest
+from webhook_pipeline.providers.samples import SignedRequest
 from webhook_pipeline.sources import ResolvedSource as Source
 
 DEFAULT_URL = "http://127.0.0.1:3000"

@@ -3,6 +3,7 @@ need it), the X-Ray SDK when tracing is off, and a secret value parsed once per 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -102,3 +103,90 @@ def test_tracing_off_never_imports_the_xray_sdk() -> None:
 def test_tracing_on_uses_the_xray_recorder() -> None:
     env = {"LAMBDA_TASK_ROOT": str(ROOT), "POWERTOOLS_TRACE_DISABLED": "false"}
     assert _observability(env) in ("AWSXRayRecorder True", "AsyncAWSXRayRecorder True")
+
+
+# -- the test kit (samples, vectors, signed requests): never defined by a function's import -----
+
+_TEST_KIT_PROBE = """
+import json, sys
+import app  # the ingest function's module, as its cold start imports it
+from webhook_pipeline.providers.registry import all_providers
+after_app = object.__getattribute__(sys.modules["webhook_pipeline.providers.samples"], "__dict__")
+defined_by_app = sorted(n for n in ("Vector", "Sample", "SignedRequest", "HandshakeSample")
+                        if n in after_app)
+providers = all_providers()  # every built-in provider module imported, none of its vectors read
+raw = object.__getattribute__(sys.modules["webhook_pipeline.providers.samples"], "__dict__")
+defined_by_all = sorted(n for n in ("Vector", "Sample", "SignedRequest", "HandshakeSample")
+                        if n in raw)
+github = providers["github"]
+print(json.dumps([len(app.SOURCES), defined_by_app, len(providers), defined_by_all,
+                  github.vectors[0].origin, "Vector" in sys.modules[
+                      "webhook_pipeline.providers.samples"].__dict__]))
+"""
+
+
+def test_a_function_import_never_defines_the_test_kit() -> None:
+    """The ingest function's import (and every built-in provider module's) leaves the test-kit
+    module unexecuted: no vector is built and no sample type defined until one is read."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("POWERTOOLS_", "LAMBDA_"))}
+    env = {
+        **clean,
+        "PYTHONPATH": str(ROOT / "layers" / "common"),
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/main",
+        "PAYLOAD_BUCKET": "payloads",
+        "SECRETS_PREFIX": "webhook-pipeline/test/",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", _TEST_KIT_PROBE],
+        cwd=ROOT / "functions" / "ingest",
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    sources, by_app, providers, by_all, origin, defined_after_read = json.loads(
+        result.stdout.strip().splitlines()[-1]
+    )
+    assert sources > 0 and providers > 30
+    assert by_app == [] and by_all == []
+    assert origin == "published" and defined_after_read  # reading a vector loads the kit
+
+
+def test_lazy_vectors_build_once_on_first_read() -> None:
+    from webhook_pipeline.providers.model import LazyVectors
+    from webhook_pipeline.providers.samples import Vector
+
+    built: list[int] = []
+    first = Vector(secret="s", headers={}, body=b"1", now=0, origin="self", reference="r")
+    second = Vector(secret="s", headers={}, body=b"2", now=0, origin="self", reference="r")
+
+    def build() -> tuple[Vector, ...]:
+        built.append(1)
+        return (first, second)
+
+    vectors = LazyVectors(build)
+    assert built == []
+    assert vectors[0] is first and vectors[-1] is second
+    assert vectors[1:] == (second,)
+    assert len(vectors) == 2 and list(vectors) == [first, second] and bool(vectors)
+    assert built == [1]
+    assert not LazyVectors(tuple)
+
+
+def test_the_test_kit_types_stay_importable_from_the_providers_package() -> None:
+    import webhook_pipeline.providers as providers
+    from webhook_pipeline.providers import HandshakeSample, Sample, SignedRequest, Vector
+    from webhook_pipeline.providers import samples as kit
+
+    assert (Sample, Vector, SignedRequest, HandshakeSample) == (
+        kit.Sample,
+        kit.Vector,
+        kit.SignedRequest,
+        kit.HandshakeSample,
+    )
+    with pytest.raises(AttributeError):
+        _ = providers.NoSuchName  # type: ignore[attr-defined]

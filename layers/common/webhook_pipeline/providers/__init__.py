@@ -7,17 +7,17 @@ development secrets, the shared tests and the README's provider table pick it up
 ``docs/providers.md``.
 """
 
+from typing import TYPE_CHECKING
+
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
-    HandshakeSample,
-    Sample,
-    SignedRequest,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
+    samples,
 )
 from webhook_pipeline.providers.registry import (
     all_providers,
@@ -26,11 +26,27 @@ from webhook_pipeline.providers.registry import (
     register,
 )
 
+if TYPE_CHECKING:
+    from webhook_pipeline.providers.samples import HandshakeSample, Sample, SignedRequest, Vector
+
+_TEST_KIT = frozenset({"HandshakeSample", "Sample", "SignedRequest", "Vector"})
+
+
+def __getattr__(name: str) -> object:
+    """``Sample``, ``Vector``, ``SignedRequest`` and ``HandshakeSample`` from
+    :mod:`webhook_pipeline.providers.samples`, loaded on first use: importing a provider (as a
+    function's cold start does) never defines them."""
+    if name in _TEST_KIT:
+        return getattr(samples, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "Answer",
     "Defaults",
     "Handshake",
     "HandshakeSample",
+    "LazyVectors",
     "Provider",
     "Sample",
     "SignedRequest",

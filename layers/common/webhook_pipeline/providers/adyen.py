@@ -46,11 +46,10 @@ from webhook_pipeline.providers.model import (
     DAY,
     Answer,
     Defaults,
-    Sample,
-    SignedRequest,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 
@@ -200,16 +199,18 @@ class Adyen(InlineCredentialProvider):
     batch_path = ITEMS
     signature_field = f"{ITEM}.additionalData.hmacSignature"
     dev_secret = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF"
-    vectors = (
-        Vector(
-            secret=_VECTOR_KEY,
-            headers={"content-type": "application/json"},
-            body=_VECTOR_BODY,
-            now=0,
-            origin="published",
-            reference="Adyen/adyen-python-api-library test/UtilTest.py (the item of "
-            "generate_notification_sig, in a notification body)",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret=_VECTOR_KEY,
+                headers={"content-type": "application/json"},
+                body=_VECTOR_BODY,
+                now=0,
+                origin="published",
+                reference="Adyen/adyen-python-api-library test/UtilTest.py (the item of "
+                "generate_notification_sig, in a notification body)",
+            ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -253,20 +254,20 @@ class Adyen(InlineCredentialProvider):
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> SignedRequest:
+    ) -> samples.SignedRequest:
         """``body`` with each item's ``additionalData.hmacSignature`` set (compact JSON);
         a body that is not a notification is returned unchanged."""
         try:
             document = json.loads(body)
             items = notification_items(body)
         except VerificationError:
-            return SignedRequest({}, body, url)
+            return samples.SignedRequest({}, body, url)
         for item in items:
             digest = hmac_digest(_key(secret), signing_string(item))
             additional = item.setdefault("additionalData", {})
             additional["hmacSignature"] = base64.b64encode(digest).decode("ascii")
         document[ITEMS] = [{ITEM: item} for item in items]
-        return SignedRequest({}, json.dumps(document, separators=(",", ":")).encode(), url)
+        return samples.SignedRequest({}, json.dumps(document, separators=(",", ":")).encode(), url)
 
     def acknowledgement(self, status: int, body: dict[str, Any]) -> Answer:
         """``[accepted]`` as ``text/plain`` (accepted and duplicate alike)."""
@@ -280,7 +281,7 @@ class Adyen(InlineCredentialProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         def item(psp: str, code: str) -> dict[str, Any]:
             return {
                 ITEM: {
@@ -299,7 +300,7 @@ class Adyen(InlineCredentialProvider):
             }
 
         code = event_type or "AUTHORISATION"
-        return Sample.json(
+        return samples.Sample.json(
             {"live": "false", ITEMS: [item(delivery_id, code), item(delivery_id, "CAPTURE")]}
         )
 

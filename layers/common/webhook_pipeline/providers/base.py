@@ -25,8 +25,9 @@ A provider module defines one :class:`Provider` subclass and registers it with
 Everything else (the registry, the simulator, ``events/``, the local stack's development secrets,
 the shared tests, the README's provider table) reads these declarations. The value types they
 are declared with (:class:`Signs`, :class:`Defaults`, :class:`Vector`...) are in
-:mod:`webhook_pipeline.providers.model`. A provider whose credential travels in the body or the
-URL rather than a header subclasses :class:`InlineCredentialProvider`.
+:mod:`webhook_pipeline.providers.model`; the test-kit ones (:class:`Sample`, :class:`Vector`...)
+in :mod:`webhook_pipeline.providers.samples`. A provider whose credential travels in the body or
+the URL rather than a header subclasses :class:`InlineCredentialProvider`.
 """
 
 from __future__ import annotations
@@ -43,11 +44,9 @@ from webhook_pipeline.providers.model import (
     BodyFormat,
     Defaults,
     Handshake,
-    Sample,
-    SignedRequest,
     Signs,
-    Vector,
     Verified,
+    samples,
 )
 
 
@@ -89,8 +88,10 @@ class Provider(ABC):
         Endpoint verification challenges this provider sends.
     option_names : frozenset[str]
         The ``options`` keys this provider understands; any other key is a configuration error.
-    vectors : tuple[Vector, ...]
-        Requests that must verify (the shared tests run every one).
+    vectors : Sequence[Vector]
+        Requests that must verify (the shared tests run every one): a tuple, or
+        :class:`~webhook_pipeline.providers.model.LazyVectors` to build them on first read (the
+        built-in providers do: a function's import never builds them).
     dev_secret : str
         A development signing secret in this provider's format (local stack and ``events/``
         only); for asymmetric schemes the private key (:meth:`verification_secret` gives what is
@@ -118,7 +119,7 @@ class Provider(ABC):
     batch_path: ClassVar[str | None] = None
     handshakes: ClassVar[tuple[Handshake, ...]] = ()
     option_names: ClassVar[frozenset[str]] = frozenset()
-    vectors: ClassVar[tuple[Vector, ...]] = ()
+    vectors: ClassVar[Sequence[samples.Vector]] = ()
     dev_secret: ClassVar[str]
     example_options: ClassVar[Mapping[str, Any]] = {}
     #: The header that carries the signature, and the one that carries the signed timestamp
@@ -239,7 +240,7 @@ class Provider(ABC):
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> SignedRequest:
+    ) -> samples.SignedRequest:
         """Everything a sender of this provider sends for ``body``: the body as
         :meth:`sign_body` returns it, :meth:`sign`'s headers for those bytes, and the URL
         unchanged. Providers that carry their whole signature inside the body (Adyen, Mailgun)
@@ -247,7 +248,7 @@ class Provider(ABC):
         the shared tests sign through it.
         """
         signed = self.sign_body(body, secret, timestamp=timestamp, delivery_id=delivery_id)
-        return SignedRequest(
+        return samples.SignedRequest(
             self.sign(signed, secret, timestamp=timestamp, delivery_id=delivery_id, url=url),
             signed,
             url,
@@ -318,7 +319,7 @@ class Provider(ABC):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         """A realistic delivery body and its non-signature headers.
 
         Parameters
@@ -381,5 +382,5 @@ class InlineCredentialProvider(Provider):
     @abstractmethod
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> SignedRequest:
+    ) -> samples.SignedRequest:
         """What the sender sends, with the credential written into the body or the URL."""

@@ -16,7 +16,7 @@ body-consistency check are the guard.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import github_published_vector, recipe_vector
@@ -56,13 +56,15 @@ class Bitbucket(BodyHmacProvider):
     hmac_prefix = "sha256="
     delivery_header = DELIVERY_HEADER
     dev_secret = "dev-bitbucket-webhook-secret-local"
-    vectors = (
-        github_published_vector(HEADER),
-        recipe_vector(
-            "bb_secret",
-            {HEADER: "sha256=500570a40c8091944422ffc1de743afb5cfc9d0a1589fa6b21aae2e0689e687c"},
-            publisher="Bitbucket",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            github_published_vector(HEADER),
+            recipe_vector(
+                "bb_secret",
+                {HEADER: "sha256=500570a40c8091944422ffc1de743afb5cfc9d0a1589fa6b21aae2e0689e687c"},
+                publisher="Bitbucket",
+            ),
+        )
     )
 
     def sample(
@@ -73,8 +75,8 @@ class Bitbucket(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "push": {"changes": [{"new": {"name": "main", "target": {"hash": "a1b2c3"}}}]},
                 "repository": {"full_name": f"team/{resource}", "updated_on": iso_utc(sequence)},

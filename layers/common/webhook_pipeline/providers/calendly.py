@@ -15,7 +15,7 @@ body's ``payload.uri`` (the invitee or routing-form submission the event is abou
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
 from webhook_pipeline.providers.vectors import recipe_vector
@@ -57,16 +57,18 @@ class Calendly(TimestampedHmacProvider):
     timestamp_header = HEADER
     signature_key = "v1"
     dev_secret = "dev-calendly-signing-key-local"
-    vectors = (
-        recipe_vector(
-            "cal_key",
-            {
-                HEADER: "t=1700000000,"
-                "v1=9bbad6e0709f0607fd1b19bf963f23039b13113d381bfd438e28cec898ca0db6"
-            },
-            publisher="Calendly",
-            now=1_700_000_000,
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            recipe_vector(
+                "cal_key",
+                {
+                    HEADER: "t=1700000000,"
+                    "v1=9bbad6e0709f0607fd1b19bf963f23039b13113d381bfd438e28cec898ca0db6"
+                },
+                publisher="Calendly",
+                now=1_700_000_000,
+            ),
+        )
     )
 
     def sample(
@@ -77,10 +79,10 @@ class Calendly(TimestampedHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         """An ``invitee.created`` event; ``delivery_id`` is the invitee's id in its URI."""
         event_uri = f"https://api.calendly.com/scheduled_events/{resource}"
-        return Sample.json(
+        return samples.Sample.json(
             {
                 "created_at": iso_utc(timestamp),
                 "created_by": "https://api.calendly.com/users/DEVUSER",

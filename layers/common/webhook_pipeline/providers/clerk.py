@@ -16,9 +16,9 @@ from __future__ import annotations
 import base64
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs
+from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.standard_webhooks import SVIX_VECTOR, StandardWebhooks, as_svix
+from webhook_pipeline.providers.standard_webhooks import StandardWebhooks, as_svix, svix_vector
 
 
 class SvixDelivered(StandardWebhooks):
@@ -34,7 +34,7 @@ class SvixDelivered(StandardWebhooks):
     retry_horizon_seconds = 28 * HOUR
     signature_header = "svix-signature"
     timestamp_header = "svix-timestamp"
-    vectors = (SVIX_VECTOR,)
+    vectors = LazyVectors(lambda: (svix_vector(),))
 
     def sign(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
@@ -76,7 +76,7 @@ class Clerk(SvixDelivered):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         user = {
             "id": resource,
             "object": "user",
@@ -85,7 +85,7 @@ class Clerk(SvixDelivered):
             "created_at": sequence * 1000,
             "updated_at": sequence * 1000,
         }
-        return Sample.json(
+        return samples.Sample.json(
             {
                 "data": user,
                 "object": "event",

@@ -61,11 +61,10 @@ from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
-    HandshakeSample,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.secrets import SourceSecret
@@ -137,7 +136,7 @@ class Ping(Handshake):
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
         return Answer(200, {"type": PONG})
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         body = {
             "app_permissions": "562949953601536",
             "application_id": "1112223334445556667",
@@ -147,7 +146,7 @@ class Ping(Handshake):
             "user": {"id": "53908232506183680", "username": "discord"},
             "version": 1,
         }
-        return HandshakeSample.json(body, **{"user-agent": "Discord-Interactions/1.0"})
+        return samples.HandshakeSample.json(body, **{"user-agent": "Discord-Interactions/1.0"})
 
 
 @register
@@ -190,25 +189,27 @@ class Discord(Provider):
     timestamp_header = TIMESTAMP_HEADER
     #: The 32-byte seed ``00 01 .. 1f`` of providers-wave2.md section 7 (local use only).
     dev_secret = bytes(range(32)).hex()
-    vectors = (
-        Vector(
-            secret="03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8",
-            headers={
-                HEADER: (
-                    "e7c810390ae2091f24b9493e8412894fd8c2d1f8174d81e3b01c0c5f900818c1"
-                    "665ca4717630708db6bd34b1dc1b8ab0153432f16fc7796df415b1e7e94fd80d"
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8",
+                headers={
+                    HEADER: (
+                        "e7c810390ae2091f24b9493e8412894fd8c2d1f8174d81e3b01c0c5f900818c1"
+                        "665ca4717630708db6bd34b1dc1b8ab0153432f16fc7796df415b1e7e94fd80d"
+                    ),
+                    TIMESTAMP_HEADER: "1700000000",
+                },
+                body=b'{"id":"evt_1","type":"test"}',
+                now=1_700_000_000,
+                origin="self",
+                reference=(
+                    "no published vector: Ed25519 (deterministic) with seed 00..1f computed with "
+                    "PyNaCl (providers-wave2.md section 7); test_discord cross-checks it with "
+                    "discord-interactions' verify_key"
                 ),
-                TIMESTAMP_HEADER: "1700000000",
-            },
-            body=b'{"id":"evt_1","type":"test"}',
-            now=1_700_000_000,
-            origin="self",
-            reference=(
-                "no published vector: Ed25519 (deterministic) with seed 00..1f computed with "
-                "PyNaCl (providers-wave2.md section 7); test_discord cross-checks it with "
-                "discord-interactions' verify_key"
             ),
-        ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -273,8 +274,8 @@ class Discord(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "app_permissions": "562949953601536",
                 "application_id": "1112223334445556667",

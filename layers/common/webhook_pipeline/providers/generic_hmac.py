@@ -43,7 +43,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 
 ENCODINGS = ("hex", "base64")
@@ -154,19 +154,23 @@ class GenericHmac(Provider):
         "delivery_id_header": "X-Delivery-Id",
         "signed_template": "{delivery_id}.{timestamp}.{body}",
     }
-    vectors = (
-        Vector(
-            secret="It's a Secret to Everybody",
-            headers={
-                "X-Signature": "sha256="
-                "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
-            },
-            body=b"Hello, World!",
-            now=0,
-            origin="published",
-            reference="GitHub's published vector, configured as header X-Signature, sha256=, hex",
-            options={"header": "X-Signature", "prefix": "sha256="},
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="It's a Secret to Everybody",
+                headers={
+                    "X-Signature": "sha256="
+                    "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+                },
+                body=b"Hello, World!",
+                now=0,
+                origin="published",
+                reference=(
+                    "GitHub's published vector, configured as header X-Signature, sha256=, hex"
+                ),
+                options={"header": "X-Signature", "prefix": "sha256="},
+            ),
+        )
     )
     option_names = frozenset(
         {
@@ -376,9 +380,9 @@ class GenericHmac(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         headers = {"X-Delivery-Id": delivery_id} if self.delivery_id_header is None else {}
-        return Sample.json(
+        return samples.Sample.json(
             {
                 "type": event_type or "resource.updated",
                 "resource": {"id": resource, "version": sequence},

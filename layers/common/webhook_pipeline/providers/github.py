@@ -15,7 +15,7 @@ fresh id from a new delivery. Only the body is proven authentic.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import github_published_vector
@@ -52,8 +52,12 @@ class GitHub(BodyHmacProvider):
     dev_secret = "dev-github-secret-local-only"
     hmac_prefix = "sha256="
     delivery_header = DELIVERY_HEADER
-    vectors = (
-        github_published_vector(HEADER, reference="github/docs validating-webhook-deliveries.md"),
+    vectors = LazyVectors(
+        lambda: (
+            github_published_vector(
+                HEADER, reference="github/docs validating-webhook-deliveries.md"
+            ),
+        )
     )
 
     def sample(
@@ -64,8 +68,8 @@ class GitHub(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {"action": "opened", "repository": {"full_name": "octo/hello"}, "sequence": sequence},
             **{
                 DELIVERY_HEADER: delivery_id,

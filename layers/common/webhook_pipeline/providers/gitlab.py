@@ -21,7 +21,15 @@ from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import signature_header
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
+from webhook_pipeline.providers.model import (
+    DAY,
+    Defaults,
+    LazyVectors,
+    Signs,
+    Verified,
+    iso_utc,
+    samples,
+)
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_token
 
@@ -59,19 +67,21 @@ class GitLab(Provider):
     )
     signature_header = HEADER
     dev_secret = "dev-gitlab-secret-token-local"
-    vectors = (
-        Vector(
-            secret="gl_token_123",
-            headers={
-                HEADER: "gl_token_123",
-                DELIVERY_HEADER: "908a6d9e-45fd-46c8-97e6-c4f350f219dd",
-            },
-            body=b'{"object_kind":"push"}',
-            now=0,
-            origin="self",
-            reference="a plain token: no computation exists to publish a vector for "
-            "(the Idempotency-Key is gitlab-org/gitlab issue 14888's example)",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="gl_token_123",
+                headers={
+                    HEADER: "gl_token_123",
+                    DELIVERY_HEADER: "908a6d9e-45fd-46c8-97e6-c4f350f219dd",
+                },
+                body=b'{"object_kind":"push"}',
+                now=0,
+                origin="self",
+                reference="a plain token: no computation exists to publish a vector for "
+                "(the Idempotency-Key is gitlab-org/gitlab issue 14888's example)",
+            ),
+        )
     )
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -99,8 +109,8 @@ class GitLab(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "object_kind": "push",
                 "event_name": "push",

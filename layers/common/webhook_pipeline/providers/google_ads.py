@@ -21,7 +21,7 @@ from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import json_object, match_token, with_field
 
@@ -53,17 +53,19 @@ class GoogleAds(Provider):
     )
     signature_field = FIELD
     dev_secret = "dev-google-ads-lead-key-local"
-    vectors = (
-        Vector(
-            secret="gk_test_key",
-            headers={"content-type": "application/json"},
-            body=b'{"lead_id":"TeSter-123","api_version":"1.0","form_id":40000000000,'
-            b'"google_key":"gk_test_key","is_test":true}',
-            now=0,
-            origin="self",
-            reference="a shared key compared for equality: no computation exists to publish a "
-            "vector for (field names from Google's sample lead)",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="gk_test_key",
+                headers={"content-type": "application/json"},
+                body=b'{"lead_id":"TeSter-123","api_version":"1.0","form_id":40000000000,'
+                b'"google_key":"gk_test_key","is_test":true}',
+                now=0,
+                origin="self",
+                reference="a shared key compared for equality: no computation exists to publish a "
+                "vector for (field names from Google's sample lead)",
+            ),
+        )
     )
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -105,8 +107,8 @@ class GoogleAds(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "lead_id": delivery_id,
                 "user_column_data": [

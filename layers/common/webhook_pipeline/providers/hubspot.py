@@ -55,7 +55,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
-from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import utf8_hmac
 
@@ -119,19 +119,21 @@ class HubSpot(Provider):
     timestamp_header = TIMESTAMP_HEADER
     timestamp_unit = "milliseconds"
     dev_secret = "00000000-dev0-hub0-spot-local0secret"
-    vectors = (
-        Vector(
-            secret="yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy",
-            headers={
-                HEADER: "HPW73RUtKmcYoEDADG0s6MmGFWUzWJKAW07r8RDgcQw=",
-                TIMESTAMP_HEADER: "15000000",
-            },
-            body=b"{'example_field':'example_value'}",
-            now=15_000,
-            origin="published",
-            reference="HubSpot/hubspot-api-python tests/spec/utils/test_signature.py (v3)",
-            url="https://www.example.com/webhook_uri",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy",
+                headers={
+                    HEADER: "HPW73RUtKmcYoEDADG0s6MmGFWUzWJKAW07r8RDgcQw=",
+                    TIMESTAMP_HEADER: "15000000",
+                },
+                body=b"{'example_field':'example_value'}",
+                now=15_000,
+                origin="published",
+                reference="HubSpot/hubspot-api-python tests/spec/utils/test_signature.py (v3)",
+                url="https://www.example.com/webhook_uri",
+            ),
+        )
     )
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -191,7 +193,7 @@ class HubSpot(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         event_id: int | str = int(delivery_id) if delivery_id.isdigit() else delivery_id
         next_id: int | str = event_id * 10 + 1 if isinstance(event_id, int) else f"{event_id}-1"
         base = {
@@ -214,7 +216,7 @@ class HubSpot(Provider):
             },
         ]
         body = json.dumps(events, separators=(",", ":")).encode()
-        return Sample(body, {"content-type": "application/json"})
+        return samples.Sample(body, {"content-type": "application/json"})
 
     def new_delivery_id(self, random_hex: str) -> str:
         return str(int(random_hex[:10], 16))

@@ -35,7 +35,7 @@ from webhook_pipeline.providers.crypto import (
     match_secrets,
     signature_header,
 )
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Hub-Signature"
@@ -75,18 +75,20 @@ class Intercom(Provider):
     )
     signature_header = HEADER
     dev_secret = "dev-intercom-client-secret-local"
-    vectors = (
-        Vector(
-            secret="ic_secret",
-            headers={HEADER: "sha1=960b86c8d40780977fddc097c938bd9e6d44d96b"},
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference=(
-                "no published vector and no official verifier: HMAC-SHA1 hex of the body "
-                "computed with stdlib hmac (providers-wave2.md section 9)"
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="ic_secret",
+                headers={HEADER: "sha1=960b86c8d40780977fddc097c938bd9e6d44d96b"},
+                body=b'{"id":"evt_1","type":"test"}',
+                now=0,
+                origin="self",
+                reference=(
+                    "no published vector and no official verifier: HMAC-SHA1 hex of the body "
+                    "computed with stdlib hmac (providers-wave2.md section 9)"
+                ),
             ),
-        ),
+        )
     )
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -123,9 +125,9 @@ class Intercom(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         item = {"type": "conversation", "id": resource, "created_at": sequence}
-        return Sample.json(
+        return samples.Sample.json(
             {
                 "type": "notification_event",
                 "app_id": "abc123de",

@@ -16,7 +16,7 @@ gate and the body-consistency check are the guard.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import github_published_vector
@@ -55,7 +55,7 @@ class Jira(BodyHmacProvider):
     hmac_prefix = "sha256="
     delivery_header = DELIVERY_HEADER
     dev_secret = "dev-jira-webhook-secret-local"
-    vectors = (github_published_vector(HEADER),)
+    vectors = LazyVectors(lambda: (github_published_vector(HEADER),))
 
     def sample(
         self,
@@ -65,8 +65,8 @@ class Jira(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "timestamp": sequence * 1000,
                 "webhookEvent": event_type or "jira:issue_updated",

@@ -27,10 +27,9 @@ from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
-    HandshakeSample,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider, json_object
@@ -59,9 +58,11 @@ class LineVerify(Handshake):
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
         return Answer(200, {"status": "verified"})
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         body = {"destination": "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "events": []}
-        return HandshakeSample.json(body, **{"content-type": "application/json; charset=utf-8"})
+        return samples.HandshakeSample.json(
+            body, **{"content-type": "application/json; charset=utf-8"}
+        )
 
 
 @register
@@ -100,15 +101,17 @@ class Line(BodyHmacProvider):
     hmac_encoding = "base64"
     hmac_digest_bytes = 32
     dev_secret = "0123456789abcdef0123456789abcdef"
-    vectors = (
-        Vector(
-            secret="channel_secret",
-            headers={HEADER: "/gg9a+LvFevTH1sd7XCQycD7tsWclCsInj7MhBHxN7k="},
-            body=b"bodybodybodybody",
-            now=0,
-            origin="published",
-            reference="line/line-bot-sdk-python tests/test_signature.py",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="channel_secret",
+                headers={HEADER: "/gg9a+LvFevTH1sd7XCQycD7tsWclCsInj7MhBHxN7k="},
+                body=b"bodybodybodybody",
+                now=0,
+                origin="published",
+                reference="line/line-bot-sdk-python tests/test_signature.py",
+            ),
+        )
     )
 
     def sample(
@@ -119,7 +122,7 @@ class Line(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         event = {
             "type": event_type or "message",
             "message": {"type": "text", "id": str(sequence), "quoteToken": "q1", "text": "hi"},
@@ -130,7 +133,9 @@ class Line(BodyHmacProvider):
             "replyToken": "b60d432864f44d079f6d8efe86cf404b",
             "mode": "active",
         }
-        return Sample.json({"destination": "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "events": [event]})
+        return samples.Sample.json(
+            {"destination": "Uxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "events": [event]}
+        )
 
     def new_delivery_id(self, random_hex: str) -> str:
         """A ULID-shaped id, as LINE's ``webhookEventId`` (26 upper-case characters)."""

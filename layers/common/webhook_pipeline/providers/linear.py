@@ -27,11 +27,11 @@ from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
     iso_utc,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider, json_object, with_field
@@ -93,17 +93,21 @@ class Linear(BodyHmacProvider):
     signature_header = HEADER
     delivery_header = DELIVERY_HEADER
     dev_secret = "lin_wh_dev_local_only_signing_secret"
-    vectors = (
-        Vector(
-            secret="lin_wh_test",
-            headers={HEADER: "56245c1cfdfb8db91f259dcc1e1f9be27dd1ec52f741e1b28ac2f50c8dbc82b4"},
-            body=b'{"id":"evt_1","type":"test","webhookTimestamp":1700000000000}',
-            now=1_700_000_000,
-            origin="self",
-            reference="computed with stdlib hmac from the SDK's recipe; no published vector. "
-            "tests/unit/providers/test_linear.py checks it with @linear/sdk "
-            "LinearWebhookClient.verify under node (clock set to the vector's time)",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="lin_wh_test",
+                headers={
+                    HEADER: "56245c1cfdfb8db91f259dcc1e1f9be27dd1ec52f741e1b28ac2f50c8dbc82b4"
+                },
+                body=b'{"id":"evt_1","type":"test","webhookTimestamp":1700000000000}',
+                now=1_700_000_000,
+                origin="self",
+                reference="computed with stdlib hmac from the SDK's recipe; no published vector. "
+                "tests/unit/providers/test_linear.py checks it with @linear/sdk "
+                "LinearWebhookClient.verify under node (clock set to the vector's time)",
+            ),
+        )
     )
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -142,8 +146,8 @@ class Linear(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "action": "update",
                 "type": event_type or "Issue",

@@ -31,15 +31,7 @@ from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.challenges import HmacQueryChallenge
 from webhook_pipeline.providers.crypto import decode_hex, signature_header
-from webhook_pipeline.providers.model import (
-    DAY,
-    Defaults,
-    HandshakeSample,
-    Sample,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 from webhook_pipeline.secrets import SourceSecret
@@ -59,9 +51,9 @@ class ChallengeCode(HmacQueryChallenge):
     def body(self, token: str, digest: bytes) -> dict[str, Any]:
         return {"challengeCode": token, "challengeResponse": digest.hex()}
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         query = {"challengeCode": "890e4665-4dfe-4ab1-b689-ed553bceeed0", "applicationId": "77"}
-        return HandshakeSample("GET", query=query)
+        return samples.HandshakeSample("GET", query=query)
 
 
 @register
@@ -93,29 +85,34 @@ class LinkedIn(Provider):
     example_options: ClassVar[Mapping[str, Any]] = {"signature_reading": "either"}
     signature_header = HEADER
     dev_secret = "dev-linkedin-client-secret-local"
-    vectors = (
-        Vector(
-            secret="li_secret",
-            headers={HEADER: "a0b1f2a63803a2e4b8fe2a7d225bb9b1b0d51f5a3bcce216d308bcae252ec529"},
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="prefix_in_hmac reading, computed with stdlib hmac (providers-wave2 section "
-            "15); self-consistency only: LinkedIn publishes no vector and no signer",
-            options={"signature_reading": "prefix_in_hmac"},
-        ),
-        Vector(
-            secret="li_secret",
-            headers={
-                HEADER: PREFIX + "6ef8d2c17c7c44148d6ee320d17326b40b262f55bf3f9e98af6498852bf81081"
-            },
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="prefix_on_header reading, computed with stdlib hmac (providers-wave2 "
-            "section 15); self-consistency only",
-            options={"signature_reading": "prefix_on_header"},
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="li_secret",
+                headers={
+                    HEADER: "a0b1f2a63803a2e4b8fe2a7d225bb9b1b0d51f5a3bcce216d308bcae252ec529"
+                },
+                body=b'{"id":"evt_1","type":"test"}',
+                now=0,
+                origin="self",
+                reference="prefix_in_hmac reading, computed with stdlib hmac (providers-wave2 "
+                "section 15); self-consistency only: LinkedIn publishes no vector and no signer",
+                options={"signature_reading": "prefix_in_hmac"},
+            ),
+            samples.Vector(
+                secret="li_secret",
+                headers={
+                    HEADER: PREFIX
+                    + "6ef8d2c17c7c44148d6ee320d17326b40b262f55bf3f9e98af6498852bf81081"
+                },
+                body=b'{"id":"evt_1","type":"test"}',
+                now=0,
+                origin="self",
+                reference="prefix_on_header reading, computed with stdlib hmac (providers-wave2 "
+                "section 15); self-consistency only",
+                options={"signature_reading": "prefix_on_header"},
+            ),
+        )
     )
 
     def __init__(
@@ -170,8 +167,8 @@ class LinkedIn(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "type": event_type or "ORGANIZATION_SOCIAL_ACTION_NOTIFICATIONS",
                 "notifications": [

@@ -49,15 +49,7 @@ from webhook_pipeline.providers.crypto import (
     decode_hex,
     parse_plain_int,
 )
-from webhook_pipeline.providers.model import (
-    HOUR,
-    Defaults,
-    Sample,
-    SignedRequest,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 
@@ -150,22 +142,24 @@ class Mailgun(InlineCredentialProvider):
     stop_statuses = frozenset({406})
     signature_field = "signature"
     dev_secret = "dev-mailgun-signing-key-local"
-    vectors = (
-        Vector(
-            secret="key-test",
-            headers={"content-type": "application/json"},
-            body=(
-                b'{"signature":{"timestamp":"1700000000","token":"abc123","signature":'
-                b'"c0e08973c41265c4aa6c8271c75edff95b121b46a0985bbad43577cdd8f759c1"},'
-                b'"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered"}}'
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="key-test",
+                headers={"content-type": "application/json"},
+                body=(
+                    b'{"signature":{"timestamp":"1700000000","token":"abc123","signature":'
+                    b'"c0e08973c41265c4aa6c8271c75edff95b121b46a0985bbad43577cdd8f759c1"},'
+                    b'"event-data":{"id":"CPgfbmQMTCKtHW6uIWtuVe","event":"delivered"}}'
+                ),
+                now=1_700_000_000,
+                origin="self",
+                reference=(
+                    "no published vector and no official verifier: HMAC-SHA256 hex of the "
+                    "documented recipe computed with stdlib hmac (providers-wave2.md section 6)"
+                ),
             ),
-            now=1_700_000_000,
-            origin="self",
-            reference=(
-                "no published vector and no official verifier: HMAC-SHA256 hex of the documented "
-                "recipe computed with stdlib hmac (providers-wave2.md section 6)"
-            ),
-        ),
+        )
     )
 
     def field_defaults(self) -> Defaults:
@@ -220,7 +214,7 @@ class Mailgun(InlineCredentialProvider):
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> SignedRequest:
+    ) -> samples.SignedRequest:
         """``body`` with a signature written in, as Mailgun sends it: a ``signature`` object put
         first in the JSON object, or ``timestamp``/``token``/``signature`` form fields appended.
 
@@ -237,7 +231,9 @@ class Mailgun(InlineCredentialProvider):
         signature = utf8_hmac(secret, signed_string(ts, token)).hex()
         if self.body_format == "form":
             fields = urlencode({"timestamp": ts, "token": token, "signature": signature})
-            return SignedRequest({}, (body + b"&" if body else b"") + fields.encode("ascii"), url)
+            return samples.SignedRequest(
+                {}, (body + b"&" if body else b"") + fields.encode("ascii"), url
+            )
         start = body.lstrip()
         if not start.startswith(b"{"):
             raise ConfigurationError("a Mailgun JSON body is an object")
@@ -246,7 +242,7 @@ class Mailgun(InlineCredentialProvider):
             {"timestamp": ts, "token": token, "signature": signature}, separators=(",", ":")
         ).encode("ascii")
         separator = b"" if inner.startswith(b"}") else b","
-        return SignedRequest({}, b'{"signature":' + block + separator + inner, url)
+        return samples.SignedRequest({}, b'{"signature":' + block + separator + inner, url)
 
     def sample(
         self,
@@ -256,8 +252,8 @@ class Mailgun(InlineCredentialProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "event-data": {
                     "id": delivery_id,

@@ -40,12 +40,11 @@ from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
-    HandshakeSample,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
     iso_utc,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import json_object, match_token
@@ -79,9 +78,9 @@ class ValidationToken(Handshake):
             raise VerificationError("handshake_invalid", f"no usable {PARAMETER}")
         return Answer(200, token, "text/plain")
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         token = "Validation: Testing client application reachability for subscription"
-        return HandshakeSample(
+        return samples.HandshakeSample(
             "POST", query={PARAMETER: token}, headers={"content-type": "text/plain; charset=utf-8"}
         )
 
@@ -125,20 +124,22 @@ class MicrosoftGraph(Provider):
     handshakes = (ValidationToken(),)
     signature_field = "clientState"  # in each item of ``value``
     dev_secret = "dev-graph-client-state-local"
-    vectors = (
-        Vector(
-            secret="secretClientValue",
-            headers={"content-type": "application/json"},
-            body=b'{"value":[{"id":"lsgTZMr9KwAAA","subscriptionId":"{subscription_guid}",'
-            b'"subscriptionExpirationDateTime":"2016-03-19T22:11:09.952Z",'
-            b'"clientState":"secretClientValue","changeType":"created",'
-            b'"resource":"users/{user_guid}@{tenant_guid}/messages/{long_id_string}",'
-            b'"resourceData":{"@odata.type":"#Microsoft.Graph.Message","id":"{long_id_string}"}}]}',
-            now=0,
-            origin="published",
-            reference="the change notification example of change-notifications-delivery-"
-            "webhooks.md (a shared value: equality, no computation)",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="secretClientValue",
+                headers={"content-type": "application/json"},
+                body=b'{"value":[{"id":"lsgTZMr9KwAAA","subscriptionId":"{subscription_guid}",'
+                b'"subscriptionExpirationDateTime":"2016-03-19T22:11:09.952Z",'
+                b'"clientState":"secretClientValue","changeType":"created",'
+                b'"resource":"users/{user_guid}@{tenant_guid}/messages/{long_id_string}",'
+                b'"resourceData":{"@odata.type":"#Microsoft.Graph.Message","id":"{long_id_string}"}}]}',
+                now=0,
+                origin="published",
+                reference="the change notification example of change-notifications-delivery-"
+                "webhooks.md (a shared value: equality, no computation)",
+            ),
+        )
     )
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -203,7 +204,7 @@ class MicrosoftGraph(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         notification = {
             "id": delivery_id,
             "subscriptionId": "4f3c4a4e-1b0e-4a4f-9c1e-5f2f8f0c7d11",
@@ -218,7 +219,7 @@ class MicrosoftGraph(Provider):
                 "id": "AAMkAGUwNjQ4ZjIx",
             },
         }
-        return Sample.json({"value": [notification]})
+        return samples.Sample.json({"value": [notification]})
 
     def new_delivery_id(self, random_hex: str) -> str:
         return random_hex[:13]

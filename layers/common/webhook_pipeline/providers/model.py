@@ -2,23 +2,51 @@
 
 What a verification proved (:class:`Verified`), what a signature covers (:class:`Signs`), a
 provider's default source settings (:class:`Defaults`), an HTTP answer (:class:`Answer`), a
-handshake and its sample (:class:`Handshake`, :class:`HandshakeSample`), a test vector
-(:class:`Vector`), what a sender sends (:class:`SignedRequest`) and a sample delivery
-(:class:`Sample`); with the units the provider modules declare their figures in.
+handshake (:class:`Handshake`) and a provider's test vectors, built on first read
+(:class:`LazyVectors`); with the units the provider modules declare their figures in. The
+test-kit types (samples, vectors, signed requests) are in :mod:`webhook_pipeline.providers.samples`,
+reached through :data:`samples`, which loads that module on first use.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.secrets import SourceSecret
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module ``name``, executed on its first attribute access (importlib's
+    ``LazyLoader``, as the ``importlib`` documentation's "Implementing lazy imports" recipe);
+    the module itself when it is loaded already."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"no module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+if TYPE_CHECKING:
+    from webhook_pipeline.providers import samples as samples
+else:
+    #: :mod:`webhook_pipeline.providers.samples`, loaded on first use.
+    samples = lazy_module("webhook_pipeline.providers.samples")
 
 BodyFormat = Literal["json", "form", "raw"]
 
@@ -177,77 +205,42 @@ class Handshake(ABC):
         """
 
     @abstractmethod
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         """A challenge as the provider sends it (unsigned: signed challenges are signed with
         :meth:`Provider.sign` by the caller), for ``events/`` and tests."""
 
 
-@dataclass(frozen=True)
-class HandshakeSample:
-    """A sample challenge request: method, query parameters, body and non-signature headers."""
+class LazyVectors(Sequence["samples.Vector"]):
+    """A provider's test vectors, built by ``build()`` on first read and kept.
 
-    method: str
-    body: bytes = b""
-    query: Mapping[str, str] = field(default_factory=dict)
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def json(cls, document: Any, **headers: str) -> HandshakeSample:
-        """A ``POST`` challenge with a compact JSON body (as :meth:`Sample.json`) and
-        ``content-type: application/json`` unless ``headers`` gives another."""
-        body = json.dumps(document, separators=(",", ":")).encode()
-        return cls("POST", body, headers={"content-type": "application/json", **headers})
-
-
-@dataclass(frozen=True)
-class Vector:
-    """A test vector: a request that must verify with ``secret`` at ``now``.
-
-    Attributes
-    ----------
-    origin : {"published", "sdk", "self"}
-        ``published``: copied from the provider's docs or official SDK tests; ``sdk``: produced
-        by the official SDK; ``self``: computed from the documented recipe (self-consistency
-        only: says so).
-    reference : str
-        Where the vector comes from.
+    The functions never read a provider's vectors (the shared tests, the simulator and
+    ``events/`` do), so the built-in providers declare them with this: a function's import then
+    neither builds them nor defines :class:`~webhook_pipeline.providers.samples.Vector`. It
+    reads as the tuple ``build`` returns (index, slice, ``len``, iteration, truth value).
     """
 
-    secret: str
-    headers: Mapping[str, str]
-    body: bytes
-    now: float
-    origin: Literal["published", "sdk", "self"]
-    reference: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-    delivery_id: str | None = None
-    method: str = "POST"
-    query: Mapping[str, str] = field(default_factory=dict)
-    url: str | None = None
+    __slots__ = ("_build", "_vectors")
 
+    def __init__(self, build: Callable[[], tuple[samples.Vector, ...]]) -> None:
+        self._build = build
+        self._vectors: tuple[samples.Vector, ...] | None = None
 
-@dataclass(frozen=True)
-class SignedRequest:
-    """What a sender sends (:meth:`Provider.sign_request`): the headers it attaches, the body
-    (with any signature the provider carries inside it, as Adyen's per-item ``hmacSignature``)
-    and the URL it calls (with any credential the provider carries in it, as a token in the
-    query string of the URL configured at Mollie)."""
+    def _built(self) -> tuple[samples.Vector, ...]:
+        if self._vectors is None:
+            self._vectors = tuple(self._build())
+        return self._vectors
 
-    headers: dict[str, str]
-    body: bytes
-    url: str = ""
+    @overload
+    def __getitem__(self, index: int) -> samples.Vector: ...
 
+    @overload
+    def __getitem__(self, index: slice) -> tuple[samples.Vector, ...]: ...
 
-@dataclass(frozen=True)
-class Sample:
-    """A provider-shaped delivery for the simulator and ``events/``: the body and the headers
-    other than the signature (:meth:`Provider.sign` adds those)."""
+    def __getitem__(self, index: int | slice) -> samples.Vector | tuple[samples.Vector, ...]:
+        return self._built()[index]
 
-    body: bytes
-    headers: dict[str, str]
+    def __len__(self) -> int:
+        return len(self._built())
 
-    @classmethod
-    def json(cls, document: Any, **headers: str) -> Sample:
-        """A compact JSON body (no spaces, as most senders serialise) with ``content-type``."""
-        body = json.dumps(document, separators=(",", ":")).encode()
-        return cls(body, {"content-type": "application/json", **headers})
+    def __repr__(self) -> str:
+        return f"LazyVectors({self._built()!r})"

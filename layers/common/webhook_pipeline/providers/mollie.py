@@ -45,15 +45,7 @@ from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import match_secrets
-from webhook_pipeline.providers.model import (
-    HOUR,
-    Defaults,
-    Sample,
-    SignedRequest,
-    Signs,
-    Vector,
-    Verified,
-)
+from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 
 DEFAULT_PARAMETER = "token"
@@ -92,17 +84,19 @@ class Mollie(InlineCredentialProvider):
     option_names = frozenset({"accept_unsigned", "token_parameter"})
     example_options: ClassVar[Mapping[str, Any]] = {"accept_unsigned": True}
     dev_secret = "dev-mollie-url-token-local-only-0123456789"
-    vectors = (
-        Vector(
-            secret="s3cr3t-url-token-of-at-least-32-characters",
-            headers={"content-type": "application/x-www-form-urlencoded"},
-            body=b"id=tr_d0b0E3EA3v",
-            now=0,
-            origin="self",
-            reference="no independent vector exists: Mollie signs nothing; the body is the "
-            "docs.mollie.com example, the token compare is ours",
-            query={"token": "s3cr3t-url-token-of-at-least-32-characters"},
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="s3cr3t-url-token-of-at-least-32-characters",
+                headers={"content-type": "application/x-www-form-urlencoded"},
+                body=b"id=tr_d0b0E3EA3v",
+                now=0,
+                origin="self",
+                reference="no independent vector exists: Mollie signs nothing; the body is the "
+                "docs.mollie.com example, the token compare is ours",
+                query={"token": "s3cr3t-url-token-of-at-least-32-characters"},
+            ),
+        )
     )
 
     def __init__(
@@ -154,13 +148,13 @@ class Mollie(InlineCredentialProvider):
 
     def sign_request(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> SignedRequest:
+    ) -> samples.SignedRequest:
         """``url`` with the token added to its query string, as configured at Mollie."""
         token = urlencode({self.credential_parameter: secret})
         if not url:
-            return SignedRequest({}, body, f"?{token}")
+            return samples.SignedRequest({}, body, f"?{token}")
         separator = "&" if urlsplit(url).query else "?"
-        return SignedRequest({}, body, f"{url}{separator}{token}")
+        return samples.SignedRequest({}, body, f"{url}{separator}{token}")
 
     def sample(
         self,
@@ -170,9 +164,9 @@ class Mollie(InlineCredentialProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         payment = resource if resource.startswith("tr_") else f"tr_{resource}"
-        return Sample(
+        return samples.Sample(
             urlencode({"id": payment}).encode("ascii"),
             {"content-type": "application/x-www-form-urlencoded"},
         )

@@ -25,7 +25,7 @@ from __future__ import annotations
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.crypto import check_printable_key
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
 
@@ -105,19 +105,21 @@ class Paddle(TimestampedHmacProvider):
     item_separator = ";"
     signed_separator = b":"
     dev_secret = "pdl_ntfset_01dev0local0only0paddle0secret_DevLocalOnlyNotForProduction0"
-    vectors = (
-        Vector(
-            secret="pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh",
-            headers={
-                HEADER: "ts=1696195954;"
-                "h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02;h1=dummy"
-            },
-            body=b"hello-world",
-            now=1_696_195_954,
-            origin="published",
-            reference="PaddleHQ/paddle-python-sdk tests/Unit/Notification/test_Verifier.py "
-            "(with its second h1=dummy)",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="pdl_ntf_01hbpjmytsa32fhr36nqgc3kgb_WvRO0eL4Bj9rgYYIBZY6wZhG4EHy9jzh",
+                headers={
+                    HEADER: "ts=1696195954;"
+                    "h1=d96299976a6eb066f484d7fde011ac56fc32b38fc9940bc419d6e537fdc6ef02;h1=dummy"
+                },
+                body=b"hello-world",
+                now=1_696_195_954,
+                origin="published",
+                reference="PaddleHQ/paddle-python-sdk tests/Unit/Notification/test_Verifier.py "
+                "(with its second h1=dummy)",
+            ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -137,7 +139,7 @@ class Paddle(TimestampedHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         doc = {
             "event_id": delivery_id,
             "event_type": event_type or "subscription.updated",
@@ -145,7 +147,7 @@ class Paddle(TimestampedHmacProvider):
             "notification_id": "ntf_" + delivery_id.removeprefix("evt_"),
             "data": {"id": resource, "status": "active", "customer_id": "ctm_01hv8wt8nffez"},
         }
-        return Sample.json(doc)
+        return samples.Sample.json(doc)
 
     def new_delivery_id(self, random_hex: str) -> str:
         # Paddle ids: a prefix and 26 lower-case base32 characters (ULID-like).

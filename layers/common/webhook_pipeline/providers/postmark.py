@@ -33,11 +33,11 @@ from webhook_pipeline.providers.crypto import decode_base64, match_secrets, sign
 from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
     iso_utc,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 
@@ -94,18 +94,20 @@ class Postmark(Provider):
     stop_statuses = frozenset({403})
     signature_header = HEADER
     dev_secret = "postmark-dev:dev-postmark-password-local"
-    vectors = (
-        Vector(
-            secret="Aladdin:open sesame",
-            headers={HEADER: "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="},
-            body=b'{"RecordType":"Delivery","MessageID":"00000000-0000-0000-0000-000000000000"}',
-            now=0,
-            origin="published",
-            reference=(
-                "RFC 7617 section 2 example (HTTP Basic, which Postmark's URL credentials "
-                "produce); Postmark publishes no vector of its own"
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="Aladdin:open sesame",
+                headers={HEADER: "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="},
+                body=b'{"RecordType":"Delivery","MessageID":"00000000-0000-0000-0000-000000000000"}',
+                now=0,
+                origin="published",
+                reference=(
+                    "RFC 7617 section 2 example (HTTP Basic, which Postmark's URL credentials "
+                    "produce); Postmark publishes no vector of its own"
+                ),
             ),
-        ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -153,8 +155,8 @@ class Postmark(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "RecordType": event_type or "Delivery",
                 "ServerID": 23,

@@ -21,7 +21,7 @@ would be one).
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 
@@ -62,17 +62,21 @@ class Razorpay(BodyHmacProvider):
     signature_header = HEADER
     delivery_header = EVENT_ID_HEADER
     dev_secret = "dev-razorpay-webhook-secret-local"
-    vectors = (
-        Vector(
-            secret="rzp_secret",
-            headers={HEADER: "e35d523d3afccebd333d6d2367b2a8775a003623a5895972a55b63cf4664c7c3"},
-            body=b'{"id":"evt_1","type":"test"}',
-            now=0,
-            origin="self",
-            reference="computed from the documented recipe (providers-wave2.md; no published "
-            "vector exists); accepted by razorpay Utility.verify_webhook_signature in "
-            "tests/unit/providers/test_razorpay.py",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="rzp_secret",
+                headers={
+                    HEADER: "e35d523d3afccebd333d6d2367b2a8775a003623a5895972a55b63cf4664c7c3"
+                },
+                body=b'{"id":"evt_1","type":"test"}',
+                now=0,
+                origin="self",
+                reference="computed from the documented recipe (providers-wave2.md; no published "
+                "vector exists); accepted by razorpay Utility.verify_webhook_signature in "
+                "tests/unit/providers/test_razorpay.py",
+            ),
+        )
     )
 
     def sample(
@@ -83,9 +87,9 @@ class Razorpay(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         payment = {"id": resource, "entity": "payment", "amount": 50000, "currency": "INR"}
-        return Sample.json(
+        return samples.Sample.json(
             {
                 "entity": "event",
                 "account_id": "acc_BFQ7uQEaa7j2z7",

@@ -18,7 +18,7 @@ import base64
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.clerk import SvixDelivered
-from webhook_pipeline.providers.model import Defaults, Sample, iso_utc
+from webhook_pipeline.providers.model import Defaults, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 
 
@@ -50,8 +50,8 @@ class Resend(SvixDelivered):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "type": event_type or "email.delivered",
                 "created_at": iso_utc(timestamp),

@@ -44,7 +44,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
-from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Twilio-Email-Event-Webhook-Signature"
@@ -166,30 +166,32 @@ class SendGrid(Provider):
         "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgdRn+XiLYkHM86A0SPSrBu5kY+WXrnaJgQVjE/gfJ"
         "08ahRANCAARssCensXWNTtlniVj19KSctQ0mU+6650gvPkxm1t+KnscKpPPPjMJ5ianYTaASvBOKkqt6+8NqelpPUcZ1S+0X"
     )
-    vectors = (
-        Vector(
-            secret=(
-                "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3G"
-                "Rqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="
-            ),
-            headers={
-                HEADER: (
-                    "MEUCIGHQVtGj+Y3LkG9fLcxf3qfI10QysgDWmMOVmxG0u6ZUAiEAyBiXDWzM+uOe5W0JuG+luQAb"
-                    "PIqHh89M15TluLtEZtM="
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret=(
+                    "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3G"
+                    "Rqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g=="
                 ),
-                TIMESTAMP_HEADER: "1600112502",
-            },
-            body=(
-                b'[{"email":"hello@world.com","event":"dropped","reason":"Bounced Address",'
-                b'"sg_event_id":"ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA",'
-                b'"sg_message_id":"LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1-756b745b58-kmzbl-'
-                b'18-5F5FC76C-9.0","smtp-id":"<LRzXl_NHStOGhQ4kofSm_A@ismtpd0039p1iad1.sendgrid'
-                b'.net>","timestamp":1600112492}]\r\n'
+                headers={
+                    HEADER: (
+                        "MEUCIGHQVtGj+Y3LkG9fLcxf3qfI10QysgDWmMOVmxG0u6ZUAiEAyBiXDWzM+uOe5W0JuG+luQAb"
+                        "PIqHh89M15TluLtEZtM="
+                    ),
+                    TIMESTAMP_HEADER: "1600112502",
+                },
+                body=(
+                    b'[{"email":"hello@world.com","event":"dropped","reason":"Bounced Address",'
+                    b'"sg_event_id":"ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA",'
+                    b'"sg_message_id":"LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1-756b745b58-kmzbl-'
+                    b'18-5F5FC76C-9.0","smtp-id":"<LRzXl_NHStOGhQ4kofSm_A@ismtpd0039p1iad1.sendgrid'
+                    b'.net>","timestamp":1600112492}]\r\n'
+                ),
+                now=1_600_112_502,
+                origin="published",
+                reference="sendgrid/sendgrid-python test/unit/test_eventwebhook.py",
             ),
-            now=1_600_112_502,
-            origin="published",
-            reference="sendgrid/sendgrid-python test/unit/test_eventwebhook.py",
-        ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -258,7 +260,7 @@ class SendGrid(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         message = f"{resource}.filterdrecv-5645d9c87f-l7jtc-1-64B2A1C3-2.0"
         second = base64.urlsafe_b64encode(hashlib.sha256(delivery_id.encode()).digest()[:24])
         events = [
@@ -279,9 +281,9 @@ class SendGrid(Provider):
                 "timestamp": sequence + 1,
             },
         ]
-        sample = Sample.json(events)
+        sample = samples.Sample.json(events)
         # SendGrid ends its body with CRLF, and signs it.
-        return Sample(sample.body + b"\r\n", sample.headers)
+        return samples.Sample(sample.body + b"\r\n", sample.headers)
 
     def new_delivery_id(self, random_hex: str) -> str:
         return base64.urlsafe_b64encode(bytes.fromhex(random_hex)).decode("ascii").rstrip("=")

@@ -17,7 +17,7 @@ captured body resent under a new id.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, iso_utc
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import recipe_vector
@@ -56,12 +56,14 @@ class Sentry(BodyHmacProvider):
     signature_header = HEADER
     delivery_header = DELIVERY_HEADER
     dev_secret = "dev-sentry-client-secret-local"
-    vectors = (
-        recipe_vector(
-            "sentry_secret",
-            {HEADER: "161e4584368043adf6856fd277bb7011f5ecee72653bbc8ab7429365fcc91316"},
-            publisher="Sentry",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            recipe_vector(
+                "sentry_secret",
+                {HEADER: "161e4584368043adf6856fd277bb7011f5ecee72653bbc8ab7429365fcc91316"},
+                publisher="Sentry",
+            ),
+        )
     )
 
     def sample(
@@ -72,8 +74,8 @@ class Sentry(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "action": "created",
                 "installation": {"uuid": "7a485448-a9e2-4c85-8a3c-4f44175783c9"},

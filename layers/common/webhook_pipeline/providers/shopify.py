@@ -14,7 +14,7 @@ a resent old body is ``stale``, never applied.
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, Vector, iso_utc
+from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 
@@ -52,16 +52,18 @@ class Shopify(BodyHmacProvider):
     hmac_encoding = "base64"
     delivery_header = DELIVERY_HEADER
     dev_secret = "dev-shopify-client-secret-local"
-    vectors = (
-        Vector(
-            secret="dev-shopify-client-secret-local",
-            headers={HEADER: "Bz1YHp1E7rnDqCOImT9XDyG7szBscEmBTIeT/S6BRLI="},
-            body=b'{"id":450789469}',
-            now=0,
-            origin="self",
-            reference="computed with stdlib hmac from the documented recipe; "
-            "self-consistency only: no published vector and no official Python signer exists",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="dev-shopify-client-secret-local",
+                headers={HEADER: "Bz1YHp1E7rnDqCOImT9XDyG7szBscEmBTIeT/S6BRLI="},
+                body=b'{"id":450789469}',
+                now=0,
+                origin="self",
+                reference="computed with stdlib hmac from the documented recipe; "
+                "self-consistency only: no published vector and no official Python signer exists",
+            ),
+        )
     )
 
     def sample(
@@ -72,8 +74,8 @@ class Shopify(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "id": 450789469,
                 "admin_graphql_api_id": f"gid://shopify/Order/{resource}",

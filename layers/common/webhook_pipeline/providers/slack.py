@@ -23,10 +23,9 @@ from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
-    HandshakeSample,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import V0HmacProvider, json_object
@@ -57,13 +56,13 @@ class UrlVerification(Handshake):
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
         return Answer(200, {"challenge": json.loads(request.body)["challenge"]})
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         body = {
             "type": "url_verification",
             "token": "legacy",
             "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
         }
-        return HandshakeSample.json(body)
+        return samples.HandshakeSample.json(body)
 
 
 @register
@@ -99,24 +98,26 @@ class Slack(V0HmacProvider):
     signature_header = HEADER
     timestamp_header = TIMESTAMP_HEADER
     dev_secret = "dev-slack-signing-secret-local"
-    vectors = (
-        Vector(
-            secret="8f742231b10e8888abcd99yyyzzz85a5",
-            headers={
-                HEADER: "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503",
-                TIMESTAMP_HEADER: "1531420618",
-            },
-            body=(
-                b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&"
-                b"channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&"
-                b"command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2F"
-                b"commands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
-                b"trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="8f742231b10e8888abcd99yyyzzz85a5",
+                headers={
+                    HEADER: "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503",
+                    TIMESTAMP_HEADER: "1531420618",
+                },
+                body=(
+                    b"token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&"
+                    b"channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&"
+                    b"command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2F"
+                    b"commands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
+                    b"trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c"
+                ),
+                now=1_531_420_618,
+                origin="published",
+                reference="docs.slack.dev verifying-requests-from-slack (slash command example)",
             ),
-            now=1_531_420_618,
-            origin="published",
-            reference="docs.slack.dev verifying-requests-from-slack (slash command example)",
-        ),
+        )
     )
 
     def sample(
@@ -127,8 +128,8 @@ class Slack(V0HmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "type": "event_callback",
                 "event_id": delivery_id,

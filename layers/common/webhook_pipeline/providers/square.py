@@ -33,7 +33,15 @@ from webhook_pipeline.providers.crypto import (
     decode_base64,
     signature_header,
 )
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector, Verified, iso_utc
+from webhook_pipeline.providers.model import (
+    DAY,
+    Defaults,
+    LazyVectors,
+    Signs,
+    Verified,
+    iso_utc,
+    samples,
+)
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 
@@ -75,29 +83,31 @@ class Square(Provider):
     signs_url = True
     signature_header = HEADER
     dev_secret = "dev-square-signature-key-local"
-    vectors = (
-        Vector(
-            secret="Ibxx_5AKakO-3qeNVR61Dw",
-            headers={HEADER: "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4="},
-            body=b'{"merchant_id":"MLEFBHHSJGVHD","type":"webhooks.test_notification",'
-            b'"event_id":"ac3ac95b-f97d-458c-a6e6-18981597e05f",'
-            b'"created_at":"2022-07-13T20:30:59.037339943Z",'
-            b'"data":{"type":"webhooks","id":"bc368e64-01aa-407e-b46e-3231809b1129"}}',
-            now=0,
-            origin="published",
-            reference="square/square-python-sdk tests/integration/test_webhooks_helper.py",
-            url="https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9",
-        ),
-        Vector(
-            secret="signature-key",
-            headers={HEADER: "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U="},
-            body=b'{"data":{"type":"webhooks","id":">id<"}}',
-            now=0,
-            origin="published",
-            reference="square/square-python-sdk tests/integration/test_webhooks_helper.py "
-            "(> and < stay raw, not \\u003e)",
-            url="https://webhook.site/webhooks",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="Ibxx_5AKakO-3qeNVR61Dw",
+                headers={HEADER: "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4="},
+                body=b'{"merchant_id":"MLEFBHHSJGVHD","type":"webhooks.test_notification",'
+                b'"event_id":"ac3ac95b-f97d-458c-a6e6-18981597e05f",'
+                b'"created_at":"2022-07-13T20:30:59.037339943Z",'
+                b'"data":{"type":"webhooks","id":"bc368e64-01aa-407e-b46e-3231809b1129"}}',
+                now=0,
+                origin="published",
+                reference="square/square-python-sdk tests/integration/test_webhooks_helper.py",
+                url="https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9",
+            ),
+            samples.Vector(
+                secret="signature-key",
+                headers={HEADER: "Cxt7+aTi4rKgcA0bC4g9EHdVtLSDWdqccmL5MvihU4U="},
+                body=b'{"data":{"type":"webhooks","id":">id<"}}',
+                now=0,
+                origin="published",
+                reference="square/square-python-sdk tests/integration/test_webhooks_helper.py "
+                "(> and < stay raw, not \\u003e)",
+                url="https://webhook.site/webhooks",
+            ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -136,9 +146,9 @@ class Square(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         payment = {"id": resource, "status": "COMPLETED", "updated_at": iso_utc(sequence)}
-        return Sample.json(
+        return samples.Sample.json(
             {
                 "merchant_id": "MLEFBHHSJGVHD",
                 "type": event_type or "payment.updated",

@@ -29,7 +29,6 @@ import binascii
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -49,11 +48,11 @@ from webhook_pipeline.providers.crypto import (
 from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
     iso_utc,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 
@@ -75,26 +74,31 @@ def as_svix(headers: Mapping[str, str]) -> dict[str, str]:
     return {k.replace("webhook-", "svix-", 1): v for k, v in headers.items()}
 
 
-#: The spec's published vector, under the ``webhook-*`` headers.
-PUBLISHED_VECTOR = Vector(
-    secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-    headers={
-        "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
-        "webhook-timestamp": "1614265330",
-        "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
-    },
-    body=b'{"test": 2432232314}',
-    now=1_614_265_330,
-    origin="published",
-    reference="standard-webhooks spec and library tests",
-    delivery_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
-)
-#: The same vector under Svix's ``svix-*`` headers.
-SVIX_VECTOR = dataclasses.replace(
-    PUBLISHED_VECTOR,
-    headers=as_svix(PUBLISHED_VECTOR.headers),
-    reference="the same vector under Svix's svix-* headers (svix-webhooks)",
-)
+def published_vector() -> samples.Vector:
+    """The spec's published vector, under the ``webhook-*`` headers."""
+    return samples.Vector(
+        secret="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        headers={
+            "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            "webhook-timestamp": "1614265330",
+            "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+        },
+        body=b'{"test": 2432232314}',
+        now=1_614_265_330,
+        origin="published",
+        reference="standard-webhooks spec and library tests",
+        delivery_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
+    )
+
+
+def svix_vector() -> samples.Vector:
+    """The spec's published vector under Svix's ``svix-*`` headers."""
+    published = published_vector()
+    return dataclasses.replace(
+        published,
+        headers=as_svix(published.headers),
+        reference="the same vector under Svix's svix-* headers (svix-webhooks)",
+    )
 
 
 def decode_secret(secret: str) -> bytes:
@@ -260,29 +264,31 @@ class StandardWebhooks(Provider):
     signature_header = "webhook-signature"
     timestamp_header = "webhook-timestamp"
     dev_secret = "whsec_" + base64.b64encode(b"dev-standard-webhooks-secret-32b").decode()
-    vectors: ClassVar[tuple[Vector, ...]] = (
-        PUBLISHED_VECTOR,
-        SVIX_VECTOR,
-        Vector(
-            # The public key of the Go library's test seed "TESTSIGNINGKEYDONOTUSETHISFORANY".
-            secret="whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=",
-            headers={
-                "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
-                "webhook-timestamp": "1614265330",
-                "webhook-signature": (
-                    "v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBR"
-                    "dM5WqyeFiL8Ag=="
+    vectors = LazyVectors(
+        lambda: (
+            published_vector(),
+            svix_vector(),
+            samples.Vector(
+                # The public key of the Go library's test seed "TESTSIGNINGKEYDONOTUSETHISFORANY".
+                secret="whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=",
+                headers={
+                    "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
+                    "webhook-timestamp": "1614265330",
+                    "webhook-signature": (
+                        "v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBR"
+                        "dM5WqyeFiL8Ag=="
+                    ),
+                },
+                body=b'{"test": 2432232314}',
+                now=1_614_265_330,
+                origin="published",
+                reference=(
+                    "standard-webhooks libraries/go/webhook_asymmetric_test.go "
+                    "(TestAsymmetricWebhookSign, v1a)"
                 ),
-            },
-            body=b'{"test": 2432232314}',
-            now=1_614_265_330,
-            origin="published",
-            reference=(
-                "standard-webhooks libraries/go/webhook_asymmetric_test.go "
-                "(TestAsymmetricWebhookSign, v1a)"
+                delivery_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
             ),
-            delivery_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
-        ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -390,8 +396,8 @@ class StandardWebhooks(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "type": event_type or "invoice.paid",
                 "timestamp": iso_utc(sequence),

@@ -12,7 +12,7 @@ What is signed: the timestamp ``t`` and the raw body. The event id (``evt_...``)
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Vector
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
 
@@ -57,18 +57,20 @@ class Stripe(TimestampedHmacProvider):
     timestamp_header = HEADER
     signature_key = "v1"
     dev_secret = "whsec_dev_stripe_local_only"
-    vectors = (
-        Vector(
-            secret="whsec_test_secret",
-            headers={
-                HEADER: "t=1700000000,"
-                "v1=248a374f50f943a28b0f6ab50faf9a7e7e29b710fa26df9fb1618b9bf8ea9c9a"
-            },
-            body=b'{"id":"evt_1"}',
-            now=1_700_000_000,
-            origin="sdk",
-            reference="stripe-python WebhookSignature.generate_signature_header (providers.md)",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="whsec_test_secret",
+                headers={
+                    HEADER: "t=1700000000,"
+                    "v1=248a374f50f943a28b0f6ab50faf9a7e7e29b710fa26df9fb1618b9bf8ea9c9a"
+                },
+                body=b'{"id":"evt_1"}',
+                now=1_700_000_000,
+                origin="sdk",
+                reference="stripe-python WebhookSignature.generate_signature_header (providers.md)",
+            ),
+        )
     )
 
     def sample(
@@ -79,7 +81,7 @@ class Stripe(TimestampedHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         doc = {
             "id": delivery_id,
             "object": "event",
@@ -87,7 +89,7 @@ class Stripe(TimestampedHmacProvider):
             "created": sequence,
             "data": {"object": {"id": resource, "object": "customer"}},
         }
-        return Sample.json(doc)
+        return samples.Sample.json(doc)
 
     def new_delivery_id(self, random_hex: str) -> str:
         return f"evt_{random_hex[:24]}"

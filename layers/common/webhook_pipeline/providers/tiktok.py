@@ -15,7 +15,7 @@ same on every retry of one event (the combination is third-party advice, UNVERIF
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import TimestampedHmacProvider
 from webhook_pipeline.providers.vectors import recipe_vector
@@ -55,17 +55,19 @@ class TikTok(TimestampedHmacProvider):
     timestamp_header = HEADER
     signature_key = "s"
     dev_secret = "dev-tiktok-client-secret-local"
-    vectors = (
-        recipe_vector(
-            "tt_secret",
-            {
-                HEADER: "t=1700000000,"
-                "s=83f59e5ade87b1ce7d33b064549dc4d71df82a92abc7b16e2f0869eba4ff1286"
-            },
-            publisher="TikTok",
-            now=1_700_000_000,
-            section=14,
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            recipe_vector(
+                "tt_secret",
+                {
+                    HEADER: "t=1700000000,"
+                    "s=83f59e5ade87b1ce7d33b064549dc4d71df82a92abc7b16e2f0869eba4ff1286"
+                },
+                publisher="TikTok",
+                now=1_700_000_000,
+                section=14,
+            ),
+        )
     )
 
     def sample(
@@ -76,9 +78,9 @@ class TikTok(TimestampedHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         """A ``video.publish.completed`` event; ``delivery_id`` becomes the user's open id."""
-        return Sample.json(
+        return samples.Sample.json(
             {
                 "client_key": "awdevclientkey01",
                 "event": event_type or "video.publish.completed",

@@ -63,7 +63,15 @@ from webhook_pipeline.providers.crypto import (
     match_secrets_any,
     signature_header,
 )
-from webhook_pipeline.providers.model import HOUR, Answer, Defaults, Sample, Signs, Vector, Verified
+from webhook_pipeline.providers.model import (
+    HOUR,
+    Answer,
+    Defaults,
+    LazyVectors,
+    Signs,
+    Verified,
+    samples,
+)
 from webhook_pipeline.providers.registry import register
 
 HEADER = "X-Twilio-Signature"
@@ -138,49 +146,51 @@ class Twilio(Provider):
     signs_url = True
     signature_header = HEADER
     dev_secret = "0123456789abcdef0123456789abcdef"
-    vectors = (
-        Vector(
-            secret="12345",
-            headers={HEADER: "RSOYDt4T1cUTdK1PDd93/VVr8B8="},
-            body=b"CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1234"
-            b"&From=%2B14158675309&To=%2B18005551212",
-            now=0,
-            origin="published",
-            reference="twilio/twilio-python tests/unit/test_request_validator.py (form)",
-            url="https://mycompany.com/myapp.php?foo=1&bar=2",
-        ),
-        Vector(
-            secret="12345",
-            headers={HEADER: "kvajT1Ptam85bY51eRf/AJRuM3w="},
-            body=b"CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1234"
-            b"&From=%2B14158675309&To=%2B18005551212",
-            now=0,
-            origin="published",
-            reference="twilio/twilio-python tests/unit/test_request_validator.py (signed "
-            "with :443, received without it)",
-            url="https://mycompany.com/myapp.php?foo=1&bar=2",
-        ),
-        Vector(
-            secret="12345",
-            headers={HEADER: "IK+Dwps556ElfBT0I3Rgjkr1wJU="},
-            body=b"Sid=CA123&SidAccount=AC123&Digits=5678&Digits=1234",
-            now=0,
-            origin="published",
-            reference="twilio/twilio-python tests/unit/test_request_validator.py (repeated "
-            "parameters)",
-            url="https://mycompany.com/myapp.php?foo=1&bar=2",
-        ),
-        Vector(
-            secret="12345",
-            headers={HEADER: "a9nBmqA0ju/hNViExpshrM61xv4="},
-            body=b'{"property": "value", "boolean": true}',
-            now=0,
-            origin="published",
-            reference="twilio/twilio-python tests/unit/test_request_validator.py (JSON body, "
-            "bodySHA256)",
-            url="https://mycompany.com/myapp.php?foo=1&bar=2&bodySHA256="
-            "0a1ff7634d9ab3b95db5c9a2dfe9416e41502b283a80c7cf19632632f96e6620",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="12345",
+                headers={HEADER: "RSOYDt4T1cUTdK1PDd93/VVr8B8="},
+                body=b"CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1234"
+                b"&From=%2B14158675309&To=%2B18005551212",
+                now=0,
+                origin="published",
+                reference="twilio/twilio-python tests/unit/test_request_validator.py (form)",
+                url="https://mycompany.com/myapp.php?foo=1&bar=2",
+            ),
+            samples.Vector(
+                secret="12345",
+                headers={HEADER: "kvajT1Ptam85bY51eRf/AJRuM3w="},
+                body=b"CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1234"
+                b"&From=%2B14158675309&To=%2B18005551212",
+                now=0,
+                origin="published",
+                reference="twilio/twilio-python tests/unit/test_request_validator.py (signed "
+                "with :443, received without it)",
+                url="https://mycompany.com/myapp.php?foo=1&bar=2",
+            ),
+            samples.Vector(
+                secret="12345",
+                headers={HEADER: "IK+Dwps556ElfBT0I3Rgjkr1wJU="},
+                body=b"Sid=CA123&SidAccount=AC123&Digits=5678&Digits=1234",
+                now=0,
+                origin="published",
+                reference="twilio/twilio-python tests/unit/test_request_validator.py (repeated "
+                "parameters)",
+                url="https://mycompany.com/myapp.php?foo=1&bar=2",
+            ),
+            samples.Vector(
+                secret="12345",
+                headers={HEADER: "a9nBmqA0ju/hNViExpshrM61xv4="},
+                body=b'{"property": "value", "boolean": true}',
+                now=0,
+                origin="published",
+                reference="twilio/twilio-python tests/unit/test_request_validator.py (JSON body, "
+                "bodySHA256)",
+                url="https://mycompany.com/myapp.php?foo=1&bar=2&bodySHA256="
+                "0a1ff7634d9ab3b95db5c9a2dfe9416e41502b283a80c7cf19632632f96e6620",
+            ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -251,7 +261,7 @@ class Twilio(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         status = event_type or "delivered"
         params = {
             "AccountSid": "AC" + "0" * 32,
@@ -264,7 +274,7 @@ class Twilio(Provider):
             "SmsStatus": status,
             "To": "+14155550199",
         }
-        return Sample(
+        return samples.Sample(
             urlencode(params).encode("ascii"),
             {
                 "content-type": "application/x-www-form-urlencoded",

@@ -32,11 +32,10 @@ from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
-    HandshakeSample,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import (
@@ -79,7 +78,7 @@ class CallbackVerification(Handshake):
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:
         return Answer(200, json.loads(request.body)["challenge"], "text/plain")
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         body = {
             "challenge": "pogchamp-kappa-360noscope-vohiyo",
             "subscription": {
@@ -92,7 +91,7 @@ class CallbackVerification(Handshake):
                 "created_at": "2019-11-16T10:11:12.634234626Z",
             },
         }
-        return HandshakeSample.json(body, **{TYPE_HEADER: VERIFICATION})
+        return samples.HandshakeSample.json(body, **{TYPE_HEADER: VERIFICATION})
 
 
 @register
@@ -133,29 +132,33 @@ class Twitch(Provider):
     signature_header = HEADER
     timestamp_header = TIMESTAMP_HEADER
     dev_secret = "dev-twitch-eventsub-secret-local"
-    vectors = (
-        Vector(
-            secret="secretabcd",
-            headers={
-                ID_HEADER: "ae2ff348-e102-16be-a3eb-6830c1bf38d2",
-                TIMESTAMP_HEADER: "2021-02-19T23:47:00.8091512Z",
-                HEADER: "sha256=d10f5bd9474b7ac7bd7105eb79c2d52768b4d0cd2a135982c3bf5a1d59a78823",
-                TYPE_HEADER: "notification",
-            },
-            body=(
-                b'{"subscription":{"id":"ae2ff348-e102-16be-a3eb-6830c1bf38d2","status":"enabled",'
-                b'"type":"channel.follow","version":"1","condition":{"broadcaster_user_id":'
-                b'"44429626"},"transport":{"method":"webhook","callback":"null"},"created_at":'
-                b'"2021-02-19T23:47:00.7621315Z"},"event":{"user_id":"28408015","user_login":'
-                b'"testFromUser","user_name":"testFromUser","broadcaster_user_id":"44429626",'
-                b'"broadcaster_user_login":"44429626","broadcaster_user_name":"testBroadcaster"}}'
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="secretabcd",
+                headers={
+                    ID_HEADER: "ae2ff348-e102-16be-a3eb-6830c1bf38d2",
+                    TIMESTAMP_HEADER: "2021-02-19T23:47:00.8091512Z",
+                    HEADER: (
+                        "sha256=d10f5bd9474b7ac7bd7105eb79c2d52768b4d0cd2a135982c3bf5a1d59a78823"
+                    ),
+                    TYPE_HEADER: "notification",
+                },
+                body=(
+                    b'{"subscription":{"id":"ae2ff348-e102-16be-a3eb-6830c1bf38d2","status":"enabled",'
+                    b'"type":"channel.follow","version":"1","condition":{"broadcaster_user_id":'
+                    b'"44429626"},"transport":{"method":"webhook","callback":"null"},"created_at":'
+                    b'"2021-02-19T23:47:00.7621315Z"},"event":{"user_id":"28408015","user_login":'
+                    b'"testFromUser","user_name":"testFromUser","broadcaster_user_id":"44429626",'
+                    b'"broadcaster_user_login":"44429626","broadcaster_user_name":"testBroadcaster"}}'
+                ),
+                now=1_613_778_420,
+                origin="published",
+                reference="twitch-rs/twitch_api src/eventsub/mod.rs test verify_request (community "
+                "SDK, not Twitch's own)",
+                delivery_id="ae2ff348-e102-16be-a3eb-6830c1bf38d2",
             ),
-            now=1_613_778_420,
-            origin="published",
-            reference="twitch-rs/twitch_api src/eventsub/mod.rs test verify_request (community "
-            "SDK, not Twitch's own)",
-            delivery_id="ae2ff348-e102-16be-a3eb-6830c1bf38d2",
-        ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -218,7 +221,7 @@ class Twitch(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
+    ) -> samples.Sample:
         kind = event_type or "channel.follow"
         subscription = {
             "id": "f1c2a387-161a-49f9-a165-0f21d7a4e1c4",
@@ -235,7 +238,7 @@ class Twitch(Provider):
             "broadcaster_user_id": resource,
             "followed_at": format_rfc3339(sequence, 0),
         }
-        return Sample.json(
+        return samples.Sample.json(
             {"subscription": subscription, "event": event},
             **{
                 TYPE_HEADER: "notification",

@@ -15,7 +15,7 @@ dedup gate and the body-consistency check are the guard). The delivery id is the
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.model import HOUR, Defaults, Sample, Signs, iso_utc
+from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import recipe_vector
@@ -52,12 +52,14 @@ class Typeform(BodyHmacProvider):
     hmac_prefix = "sha256="
     hmac_encoding = "base64"
     dev_secret = "dev-typeform-webhook-secret-local"
-    vectors = (
-        recipe_vector(
-            "tf_secret",
-            {HEADER: "sha256=BUp4mLPY6tAM2dBwDJYklUVPTmSGaHdQ30F5F64+L0Q="},
-            publisher="Typeform",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            recipe_vector(
+                "tf_secret",
+                {HEADER: "sha256=BUp4mLPY6tAM2dBwDJYklUVPTmSGaHdQ30F5F64+L0Q="},
+                publisher="Typeform",
+            ),
+        )
     )
 
     def sample(
@@ -68,8 +70,8 @@ class Typeform(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "event_id": delivery_id,
                 "event_type": event_type or "form_response",

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from webhook_pipeline.providers.model import Vector
+from webhook_pipeline.providers.model import samples
 
 
-def github_published_vector(header: str, reference: str | None = None) -> Vector:
+def github_published_vector(header: str, reference: str | None = None) -> samples.Vector:
     """GitHub's published vector (secret ``It's a Secret to Everybody``, body ``Hello, World!``)
     under ``header``, for GitHub and the providers that compute the same ``sha256=<hex>`` of the
     body; ``reference`` (when given) replaces the default one naming the reuse."""
-    return Vector(
+    return samples.Vector(
         secret="It's a Secret to Everybody",
         headers={header: "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"},
         body=b"Hello, World!",
@@ -40,11 +40,11 @@ def recipe_vector(
     now: float = 0,
     section: int = 16,
     lacking: str = "no vector and no signer",
-) -> Vector:
+) -> samples.Vector:
     """A vector over :data:`RECIPE_BODY` computed with stdlib ``hmac`` from the documented recipe
     (providers-wave2.md ``section``), for a provider (``publisher``) that publishes ``lacking``:
     ``origin="self"``, so it proves self-consistency only, and the reference says so."""
-    return Vector(
+    return samples.Vector(
         secret=secret,
         headers=headers,
         body=RECIPE_BODY,

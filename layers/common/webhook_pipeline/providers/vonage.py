@@ -42,11 +42,11 @@ from webhook_pipeline.providers.crypto import (
 from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
     Verified,
     iso_utc,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
@@ -179,31 +179,33 @@ class Vonage(Provider):
     # iat is inside the JWT of the Authorization header, not a header of its own (restamp).
     timestamp_header = None
     dev_secret = "dev-vonage-signature-secret-local-32b"
-    vectors = (
-        Vector(
-            secret="vonage-signature-secret-for-tests",
-            headers={
-                HEADER: (
-                    "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpYXQiOjE3MDAwMDAwMDAsImp0aSI6I"
-                    "mY3YTUxYzhiLTJiNWEtNGQwZS05YjhlLTJjMWY0YzZlMGExMSIsImlzcyI6IlZvbmFnZSIsInBheW"
-                    "xvYWRfaGFzaCI6Ijc1M2FhNmVlOWRmMzIyYmQxNGVlYTMwNWM4NmM4NjIzNmU2ZmQ5OGU0MzI5ZjN"
-                    "iNjU5M2FjYzdlMGYyNmQ0OTEiLCJhcGlfa2V5IjoiYWJjZDEyMzQiLCJhcHBsaWNhdGlvbl9pZCI6"
-                    "ImFhYWFhYWFhLWJiYmItY2NjYy1kZGRkLTAxMjM0NTY3ODlhYiJ9.gs7dHqxmHhjUQb7ycU3l8HWg"
-                    "hWnGDSz_7SCPxCU9D7E"
-                )
-            },
-            body=(
-                b'{"message_uuid":"aaaaaaaa-bbbb-4ccc-8ddd-0123456789ab","to":"447700900000",'
-                b'"from":"447700900001","timestamp":"2023-11-14T22:13:20Z","status":"delivered",'
-                b'"channel":"sms"}'
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="vonage-signature-secret-for-tests",
+                headers={
+                    HEADER: (
+                        "Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpYXQiOjE3MDAwMDAwMDAsImp0aS"
+                        "I6ImY3YTUxYzhiLTJiNWEtNGQwZS05YjhlLTJjMWY0YzZlMGExMSIsImlzcyI6IlZvbmFnZSIs"
+                        "InBheWxvYWRfaGFzaCI6Ijc1M2FhNmVlOWRmMzIyYmQxNGVlYTMwNWM4NmM4NjIzNmU2ZmQ5OG"
+                        "U0MzI5ZjNiNjU5M2FjYzdlMGYyNmQ0OTEiLCJhcGlfa2V5IjoiYWJjZDEyMzQiLCJhcHBsaWNh"
+                        "dGlvbl9pZCI6ImFhYWFhYWFhLWJiYmItY2NjYy1kZGRkLTAxMjM0NTY3ODlhYiJ9.gs7dHqxmH"
+                        "hjUQb7ycU3l8HWghWnGDSz_7SCPxCU9D7E"
+                    )
+                },
+                body=(
+                    b'{"message_uuid":"aaaaaaaa-bbbb-4ccc-8ddd-0123456789ab","to":"447700900000",'
+                    b'"from":"447700900001","timestamp":"2023-11-14T22:13:20Z","status":"delivered",'
+                    b'"channel":"sms"}'
+                ),
+                now=1_700_000_000,
+                origin="sdk",
+                reference=(
+                    "minted with PyJWT 2.15 jwt.encode HS256 (the library vonage-jwt verifies "
+                    "with); Vonage publishes no signed-webhook vector"
+                ),
             ),
-            now=1_700_000_000,
-            origin="sdk",
-            reference=(
-                "minted with PyJWT 2.15 jwt.encode HS256 (the library vonage-jwt verifies with); "
-                "Vonage publishes no signed-webhook vector"
-            ),
-        ),
+        )
     )
 
     def validate_secret(self, secret: str) -> None:
@@ -273,8 +275,8 @@ class Vonage(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "message_uuid": delivery_id,
                 "to": "447700900000",

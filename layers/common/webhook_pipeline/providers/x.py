@@ -21,7 +21,7 @@ from typing import Any
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.challenges import HmacQueryChallenge
-from webhook_pipeline.providers.model import DAY, Defaults, HandshakeSample, Sample, Signs
+from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import recipe_vector
@@ -40,8 +40,8 @@ class CrcChallenge(HmacQueryChallenge):
     def body(self, token: str, digest: bytes) -> dict[str, Any]:
         return {"response_token": PREFIX + base64.b64encode(digest).decode("ascii")}
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
-        return HandshakeSample("GET", query={"crc_token": "bXktY3JjLXRva2VuLWZvci1kZXY"})
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
+        return samples.HandshakeSample("GET", query={"crc_token": "bXktY3JjLXRva2VuLWZvci1kZXY"})
 
 
 @register
@@ -74,13 +74,15 @@ class X(BodyHmacProvider):
     hmac_prefix = PREFIX
     hmac_encoding = "base64"
     dev_secret = "dev-x-consumer-secret-local"
-    vectors = (
-        recipe_vector(
-            "cs_test",
-            {HEADER: "sha256=f23rFHLEnblz2bAh4AvvpVm7+3J7xDEqo/suNihTMyI="},
-            publisher="X",
-            lacking="no vector and no Python signer",
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            recipe_vector(
+                "cs_test",
+                {HEADER: "sha256=f23rFHLEnblz2bAh4AvvpVm7+3J7xDEqo/suNihTMyI="},
+                publisher="X",
+                lacking="no vector and no Python signer",
+            ),
+        )
     )
 
     def sample(
@@ -91,8 +93,8 @@ class X(BodyHmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "for_user_id": resource,
                 "tweet_create_events": [

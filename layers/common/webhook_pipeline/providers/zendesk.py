@@ -22,7 +22,15 @@ from collections.abc import Sequence
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.model import DAY, Defaults, Sample, Signs, Verified, iso_utc
+from webhook_pipeline.providers.model import (
+    DAY,
+    Defaults,
+    LazyVectors,
+    Signs,
+    Verified,
+    iso_utc,
+    samples,
+)
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import (
     encode_digest,
@@ -72,16 +80,18 @@ class Zendesk(Provider):
     signature_header = HEADER
     timestamp_header = TIMESTAMP_HEADER
     dev_secret = "ZGV2LXplbmRlc2stc2lnbmluZy1zZWNyZXQtbG9jYWw="
-    vectors = (
-        recipe_vector(
-            "zd_secret",
-            {
-                HEADER: "0baS1hiySsgxyKhjmppRTpTrg5GBWCv1B5hL59qfCtg=",
-                TIMESTAMP_HEADER: "2024-01-01T00:00:00Z",
-            },
-            publisher="Zendesk",
-            now=1_704_067_200,
-        ),
+    vectors = LazyVectors(
+        lambda: (
+            recipe_vector(
+                "zd_secret",
+                {
+                    HEADER: "0baS1hiySsgxyKhjmppRTpTrg5GBWCv1B5hL59qfCtg=",
+                    TIMESTAMP_HEADER: "2024-01-01T00:00:00Z",
+                },
+                publisher="Zendesk",
+                now=1_704_067_200,
+            ),
+        )
     )
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
@@ -127,8 +137,8 @@ class Zendesk(Provider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "type": event_type or "zen:event-type:ticket.status_changed",
                 "account_id": 10001,

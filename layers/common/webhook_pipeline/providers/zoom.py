@@ -29,10 +29,9 @@ from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
     Handshake,
-    HandshakeSample,
-    Sample,
+    LazyVectors,
     Signs,
-    Vector,
+    samples,
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import V0HmacProvider, utf8_hmac
@@ -89,13 +88,15 @@ class UrlValidation(Handshake):
             200, {"plainToken": plain, "encryptedToken": encrypted_token(secret.signing[0], plain)}
         )
 
-    def sample(self, secret: SourceSecret) -> HandshakeSample:
+    def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         body = {
             "payload": {"plainToken": "qgg8vlvZRS6UYooatFL8Aw"},
             "event_ts": 1654503849680,
             "event": VALIDATION_EVENT,
         }
-        return HandshakeSample.json(body, **{"content-type": "application/json; charset=utf-8"})
+        return samples.HandshakeSample.json(
+            body, **{"content-type": "application/json; charset=utf-8"}
+        )
 
 
 @register
@@ -134,21 +135,23 @@ class Zoom(V0HmacProvider):
     timestamp_header = TIMESTAMP_HEADER
     v0_digest_bytes = 32
     dev_secret = "dev-zoom-secret-token-local"
-    vectors = (
-        Vector(
-            secret="zoom_secret",
-            headers={
-                HEADER: "v0=dd93233096ab380524b5169ae310f2fbcfbc59b88920fda9ddcf11142b9d487b",
-                TIMESTAMP_HEADER: "1700000000",
-            },
-            body=b'{"id":"evt_1","type":"test"}',
-            now=1_700_000_000,
-            origin="self",
-            reference=(
-                "no published vector and no official verifier: HMAC-SHA256 of the documented "
-                "v0:{ts}:{body} computed with stdlib hmac (providers-wave2.md section 8)"
+    vectors = LazyVectors(
+        lambda: (
+            samples.Vector(
+                secret="zoom_secret",
+                headers={
+                    HEADER: "v0=dd93233096ab380524b5169ae310f2fbcfbc59b88920fda9ddcf11142b9d487b",
+                    TIMESTAMP_HEADER: "1700000000",
+                },
+                body=b'{"id":"evt_1","type":"test"}',
+                now=1_700_000_000,
+                origin="self",
+                reference=(
+                    "no published vector and no official verifier: HMAC-SHA256 of the documented "
+                    "v0:{ts}:{body} computed with stdlib hmac (providers-wave2.md section 8)"
+                ),
             ),
-        ),
+        )
     )
 
     def sample(
@@ -159,8 +162,8 @@ class Zoom(V0HmacProvider):
         sequence: int,
         event_type: str | None,
         timestamp: int,
-    ) -> Sample:
-        return Sample.json(
+    ) -> samples.Sample:
+        return samples.Sample.json(
             {
                 "event": event_type or "meeting.started",
                 "event_ts": timestamp * 1000,
