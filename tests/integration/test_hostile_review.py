@@ -103,6 +103,38 @@ def test_linkedin_challenge_does_not_sign_a_body_of_the_callers_choice(
     assert ingest.messages() == []
 
 
+@pytest.mark.parametrize(
+    "forged",
+    [
+        compact({"type": "ORGANIZATION_SOCIAL_ACTION_NOTIFICATIONS", "id": uuid.uuid4().hex}),
+        b"",  # the empty body: the code would be "hmacsha256=" alone
+    ],
+    ids=["json-body", "empty-body"],
+)
+@pytest.mark.parametrize("prefix", ["hmacsha256=", "HMACSHA256="])
+def test_linkedin_challenge_does_not_sign_a_prefixed_body_of_the_callers_choice(
+    ingest: IngestHarness, forged: bytes, prefix: str
+) -> None:
+    # Given the prefix_in_hmac reading (accepted by the default "either"): the signed message
+    # of a POST is "hmacsha256=" + body, so a challenge code of that shape would be signed
+    challenge = request_event(
+        "linkedin", "GET", b"", {}, {"challengeCode": prefix + forged.decode()}
+    )
+    code, answer = status(ingest, challenge)
+    assert (code, answer) == (401, {"status": "rejected", "reason": "handshake_invalid"})
+    # and whatever the answer held, replayed as the POST's signature, is refused
+    digest = answer.get("challengeResponse", "") if isinstance(answer, dict) else ""
+    post = request_event(
+        "linkedin",
+        "POST",
+        forged,
+        {"content-type": "application/json", "X-LI-Signature": digest},
+        request_key=f"forged-linkedin-{prefix}-{len(forged)}",
+    )
+    assert status(ingest, post)[0] == 401
+    assert ingest.messages() == []
+
+
 # -- a signed identity that the signature does not bind -----------------------------------------
 
 

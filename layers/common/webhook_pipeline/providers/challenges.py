@@ -55,11 +55,17 @@ class HmacQueryChallenge(Handshake):
     LinkedIn), so anyone may ask for it: a token that could be a delivery body would make this a
     signing oracle. Their delivery bodies are JSON, so a token that parses as JSON (an object, an
     array, but also a number or a string) is refused; the tokens these providers send are random
-    strings that do not."""
+    strings that do not. A provider whose signed message is the body with a prefix (LinkedIn's
+    ``prefix_in_hmac`` reading signs ``"hmacsha256=" + body``) names that prefix in
+    :attr:`signed_prefixes`, and a token starting with it (in any case) is refused as well:
+    otherwise ``hmacsha256=`` plus a body of the caller's choice, the empty body included,
+    would be signed."""
 
     method = "GET"
     signed = False
     parameter: ClassVar[str]
+    #: Prefixes the provider's deliveries are signed with in front of the body.
+    signed_prefixes: ClassVar[tuple[str, ...]] = ()
 
     def matches(self, request: WebhookRequest) -> bool:
         return request.method == "GET"
@@ -75,12 +81,14 @@ class HmacQueryChallenge(Handshake):
         ------
         VerificationError
             ``handshake_invalid``: no token, an empty one, one over 1,024 characters, or one that
-            could be a JSON delivery body (it would be signed like one).
+            could be the signed message of a delivery (a JSON body, or one of
+            :attr:`signed_prefixes` followed by anything): it would be signed like one.
         """
         token = query_value(request, self.parameter)
         if not token or len(token) > MAX_CHALLENGE_CHARS or not secret.signing:
             raise VerificationError("handshake_invalid", f"no usable {self.parameter}")
-        if _parses_as_json(token):
+        folded = token.casefold()
+        if _parses_as_json(token) or any(folded.startswith(p) for p in self.signed_prefixes):
             raise VerificationError(
                 "handshake_invalid", f"{self.parameter} could be a delivery body: not signed"
             )

@@ -47,6 +47,8 @@ class ChallengeCode(HmacQueryChallenge):
 
     name = "challengeCode"
     parameter = "challengeCode"
+    # prefix_in_hmac signs "hmacsha256=" + body: a code starting with it would sign a body
+    signed_prefixes = (PREFIX,)
 
     def body(self, token: str, digest: bytes) -> dict[str, Any]:
         return {"challengeCode": token, "challengeResponse": digest.hex()}
