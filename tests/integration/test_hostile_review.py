@@ -9,11 +9,13 @@ not a JSON integer.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
 import uuid
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from webhook_pipeline.providers.vonage import mint
@@ -133,6 +135,41 @@ def test_linkedin_challenge_does_not_sign_a_prefixed_body_of_the_callers_choice(
     )
     assert status(ingest, post)[0] == 401
     assert ingest.messages() == []
+
+
+def test_twilio_repeated_status_swapped_is_not_a_second_delivery(ingest: IngestHarness) -> None:
+    # Given a status callback whose MessageStatus (half of the delivery id) is given twice:
+    # Twilio signs a repeated parameter's values sorted, so the swapped order verifies too
+    sid = "SM" + uuid.uuid4().hex
+    plain = delivery("twilio", delivery_id=sid, event_type="delivered")
+    fields = [(k, v) for k, v in parse_qsl(plain.body.decode()) if k != "MessageStatus"]
+    signed = delivery(
+        "twilio",
+        delivery_id=sid,
+        body=urlencode(
+            [*fields, ("MessageStatus", "delivered"), ("MessageStatus", "undelivered")]
+        ).encode(),
+    )
+    swapped = dataclasses.replace(
+        signed,
+        body=urlencode(
+            [*fields, ("MessageStatus", "undelivered"), ("MessageStatus", "delivered")]
+        ).encode(),
+    )
+    # Then neither order is read as an identity: 400 after verification, nothing enqueued
+    for request in (signed, swapped):
+        assert status(ingest, http_api_event(request)) == (
+            400,
+            {"status": "rejected", "reason": "field_ambiguous"},
+        )
+    assert ingest.messages() == []
+    # while the same value given twice is one value (not ambiguous)
+    repeated = delivery(
+        "twilio",
+        delivery_id=sid,
+        body=urlencode([*fields, ("MessageStatus", "sent"), ("MessageStatus", "sent")]).encode(),
+    )
+    assert status(ingest, http_api_event(repeated))[0] == 202
 
 
 # -- a signed identity that the signature does not bind -----------------------------------------

@@ -257,6 +257,27 @@ def test_i7_redis_stopped_mid_run_fails_open_and_recovers(
     assert gates == {"during-outage": "bypassed", "after-outage": "claimed"}
 
 
+def test_i7_a_one_time_token_is_never_skipped_redis_down_even_failing_open(
+    make_ingest, redis_factory
+) -> None:
+    # Mailgun signs its timestamp and token, not the body: the token used once is what stops a
+    # captured signature from carrying another body, so it is checked or the request is 503
+    server = redis_factory()
+    harness = make_ingest(REDIS_URL=server.url, SOURCES_CATALOGUE="true")  # fail open
+    mailgun = event_for("mailgun")
+    server.stop()  # the test's own redis-server, never the machine's
+    response = harness.invoke(mailgun)
+    assert response["statusCode"] == 503
+    assert json.loads(response["body"])["reason"] == "gate_unavailable"
+    assert "retry-after" in response["headers"]
+    # the claim itself still fails open for a provider that signs its body
+    assert harness.invoke(event_for("github", delivery_id="outage-github"))["statusCode"] == 202
+    assert [e["source"] for e in harness.envelopes()] == ["github"]  # received: gone
+    server.start()  # same port, empty: the sender's retry is accepted
+    assert harness.invoke(mailgun)["statusCode"] == 202
+    assert [e["source"] for e in harness.envelopes()] == ["mailgun"]
+
+
 def test_i7_fail_closed_answers_503_when_redis_is_down(make_ingest, redis_factory) -> None:
     server = redis_factory()
     harness = make_ingest(REDIS_URL=server.url, GATE_FAIL_MODE="closed")

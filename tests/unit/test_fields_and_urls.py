@@ -4,7 +4,8 @@ sender signed."""
 from __future__ import annotations
 
 import pytest
-from webhook_pipeline.fields import FieldLocation, read_value
+from webhook_pipeline.errors import BadDeliveryError
+from webhook_pipeline.fields import FieldLocation, parse_body, read_value
 from webhook_pipeline.http import WebhookRequest, public_url
 
 pytestmark = pytest.mark.unit
@@ -120,3 +121,25 @@ def test_fields_a_provider_signs_inside_an_unsigned_body_count_as_signed() -> No
     assert not _covered(mixed, adyen)
     assert not _covered(FieldLocation(digest="sha256"), adyen)  # the bytes are not signed
     assert not _covered(FieldLocation(request="id"), adyen)
+
+
+def _form_read(body: bytes, location: FieldLocation) -> str | int | None:
+    return read_value(
+        location, headers={}, document=parse_body(body, "form"), raw=body, signed_id=None
+    )
+
+
+def test_a_form_field_given_twice_with_different_values_is_not_read() -> None:
+    for location in (
+        FieldLocation(body="MessageStatus"),
+        FieldLocation(body=["MessageSid", "MessageStatus"]),
+    ):
+        with pytest.raises(BadDeliveryError) as err:
+            _form_read(b"MessageSid=SM1&MessageStatus=sent&MessageStatus=failed", location)
+        assert err.value.reason == "field_ambiguous"
+
+
+def test_a_form_field_given_twice_with_one_value_or_another_field_repeated_is_read() -> None:
+    body = b"MessageSid=SM1&MessageStatus=sent&MessageStatus=sent&Digits=1&Digits=2"
+    assert _form_read(body, FieldLocation(body=["MessageSid", "MessageStatus"])) == "SM1:sent"
+    assert parse_body(body, "form").repeated == frozenset({"Digits"})

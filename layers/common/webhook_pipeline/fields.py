@@ -90,14 +90,32 @@ class FieldLocation(BaseModel):
         return "nowhere"  # pragma: no cover - excluded by the validator
 
 
+class FormFields(dict[str, str]):
+    """The fields of a form body, each with its last value, and the names given more than once
+    with different values (:attr:`repeated`).
+
+    Which of a repeated field's values is meant is not always covered by the signature (Twilio
+    signs a repeated parameter's values sorted, so swapping them verifies): such a field read as
+    a delivery id, event type, resource or sequence is refused (:func:`read_value`).
+    """
+
+    repeated: frozenset[str] = frozenset()
+
+
+def _form_fields(pairs: list[tuple[str, str]]) -> FormFields:
+    fields = FormFields(pairs)  # the last value of each name
+    fields.repeated = frozenset(name for name, value in pairs if fields[name] != value)
+    return fields
+
+
 def parse_body(body: bytes, body_format: Literal["json", "form", "raw"]) -> Any:
     """Parse raw body bytes as the declared format.
 
     Returns
     -------
     Any
-        The JSON value (``json``), a ``dict[str, str]`` of form fields (``form``; a repeated
-        field keeps its last value), or ``None`` (``raw``, or an empty body).
+        The JSON value (``json``), a :class:`FormFields` (``form``; a repeated field keeps its
+        last value and is named in ``repeated``), or ``None`` (``raw``, or an empty body).
 
     Raises
     ------
@@ -117,7 +135,7 @@ def parse_body(body: bytes, body_format: Literal["json", "form", "raw"]) -> Any:
         except (ValueError, RecursionError) as exc:
             raise BadDeliveryError("body_not_json", "body is not JSON") from exc
     try:
-        return dict(parse_qsl(text, keep_blank_values=True, strict_parsing=True))
+        return _form_fields(parse_qsl(text, keep_blank_values=True, strict_parsing=True))
     except ValueError as exc:
         raise BadDeliveryError("body_not_form", "body is not form-urlencoded") from exc
 
@@ -281,7 +299,9 @@ def read_value(
     ------
     BadDeliveryError
         The value is present but of the wrong shape (an object where a string is expected, a
-        sequence that is not an integer or ISO-8601 timestamp, text that is not valid Unicode).
+        sequence that is not an integer or ISO-8601 timestamp, text that is not valid Unicode);
+        ``field_ambiguous``: a form field it reads is given more than once with different
+        values (:class:`FormFields`).
     """
     if location.digest:
         return hashlib.sha256(raw).hexdigest()
@@ -316,12 +336,21 @@ def _raw_value(
         return request_id
     if location.header:
         return headers.get(location.header.lower())
+    if isinstance(document, FormFields) and document.repeated:
+        _refuse_repeated(location, document)
     if isinstance(location.body, list):
         parts = [dig(document, path) for path in location.body]
         if any(p is None or p == "" or isinstance(p, dict | list) for p in parts):
             return None
         return ":".join(str(p).lower() if isinstance(p, bool) else str(p) for p in parts)
     return dig(document, location.body or "")
+
+
+def _refuse_repeated(location: FieldLocation, document: FormFields) -> None:
+    paths = location.body if isinstance(location.body, list) else [location.body or ""]
+    for name in sorted({path.split(".")[0] for path in paths} & document.repeated):
+        message = f"form field {name!r} is given twice with different values (which is unsigned)"
+        raise BadDeliveryError("field_ambiguous", message)
 
 
 def _integer(value: Any, location: FieldLocation) -> int:

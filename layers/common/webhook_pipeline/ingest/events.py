@@ -71,7 +71,8 @@ def read_events(
         batch is not an array or holds more than 1,000 events (``batch_invalid``,
         ``batch_too_large``), or a field is missing, malformed or over its bound
         (``delivery_id_missing``, ``delivery_id_too_long``, ``sequence_invalid``,
-        ``event_type_too_long``, ``resource_key_too_long``, ``ordering_fields_incomplete``).
+        ``event_type_too_long``, ``resource_key_too_long``, ``ordering_fields_incomplete``,
+        ``field_ambiguous``).
     """
     document = parse_body(request.body, source.body_format)
     provider = source.provider

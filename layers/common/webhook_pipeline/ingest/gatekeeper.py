@@ -41,12 +41,19 @@ class Gatekeeper:
         Raises
         ------
         VerificationError
-            ``replay_detected``: the token came before with other delivery ids. With Redis
-            unavailable the check is skipped (fail open) or the request is 503 (fail closed), as
-            for the claim.
+            ``replay_detected``: the token came before with other delivery ids.
+        GateClosedError
+            Redis is unavailable (503, whatever the gate's fail mode): the token check is part
+            of verifying a provider whose signature does not cover the body (Mailgun signs the
+            timestamp and token only), so failing open would accept a captured signature with
+            any body. The sender retries (Mailgun for 8 hours). With no gate configured at all
+            the check is not made.
         """
-        if not self._gate_available() or self.gate is None:
+        if self.gate is None:
             return
+        if not self.breaker.allow():
+            count(MetricName.GATE_UNAVAILABLE)
+            raise GateClosedError(detail="the signed one-time token cannot be checked")
         digest = hashlib.sha256(token.encode("utf-8")).hexdigest()
         key = f"{self.policy.redis_key_prefix}{source.name}:token:{digest}"
         owner = hashlib.sha256("\n".join(delivery_ids).encode("utf-8")).hexdigest()
@@ -54,8 +61,13 @@ class Gatekeeper:
         try:
             ours = self.gate.claim_once(key, ttl, owner)
         except GateUnavailableError as exc:
-            self._gate_failed(exc)
-            return
+            self.breaker.trip()
+            count(MetricName.GATE_UNAVAILABLE)
+            logger.warning(
+                "dedup gate unavailable; a one-time token cannot be checked",
+                extra={"error": str(exc)[:200]},
+            )
+            raise GateClosedError(detail="the signed one-time token cannot be checked") from exc
         if not ours:
             count(MetricName.SIGNATURE_INVALID)
             logger.info("one-time token reused", extra={"reason": "replay_detected"})

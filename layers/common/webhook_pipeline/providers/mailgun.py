@@ -16,7 +16,9 @@ the event type, could have been rewritten on the way. The consequences, made vis
   delivery id it first came with, for twice the tolerance, and answers the token with any other
   delivery id 401 ``replay_detected``, so one captured signature can carry one delivery id (and
   the genuine delivery, which normally arrives first, takes it); the same request again is a
-  duplicate (200), and a resend after a 503 is accepted;
+  duplicate (200), and a resend after a 503 is accepted; with Redis unavailable the request is
+  503 whatever the gate's fail mode (Mailgun retries), since the token cannot be checked; a
+  token whose Redis key was evicted or flushed within its window is not recognised again;
 - a body changed in transit by someone who saw the genuine request is not detected: when the
   content matters, fetch the event by id from Mailgun's Events API before acting on it.
 
