@@ -89,12 +89,32 @@ def test_duplicate_json_keys_take_the_last_value_everywhere(ingest: IngestHarnes
     assert base64.b64decode(envelope["body_b64"]) == body
 
 
-@pytest.mark.parametrize("body", [b"[1,2]", b"42", b"null", b'"evt_1"', b"", b"{}", b"true"])
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        *(
+            (b, "delivery_id_missing")
+            for b in (b"[1,2]", b"42", b"null", b'"evt_1"', b"{}", b"true")
+        ),
+        (b"", "body_not_json"),  # an empty body is not a JSON document
+    ],
+)
 def test_authentic_body_that_is_not_an_object_is_400_and_touches_nothing(
-    ingest: IngestHarness, redis_url: str, body: bytes
+    ingest: IngestHarness, redis_url: str, body: bytes, reason: str
 ) -> None:
     code, answer = status(ingest, http_api_event(delivery("stripe", body=body)))
-    assert (code, answer["reason"]) == (400, "delivery_id_missing")
+    assert (code, answer["reason"]) == (400, reason)
+    assert gate_keys(redis_url) == []
+    assert ingest.messages() == []
+
+
+@pytest.mark.parametrize("source", ["github", "standard-webhooks", "generic-hmac"])
+def test_a_signed_empty_body_is_not_json_even_with_the_id_in_a_header(
+    ingest: IngestHarness, redis_url: str, source: str
+) -> None:
+    # the id is in a header, so nothing but the declared format stops an empty body
+    code, answer = status(ingest, http_api_event(delivery(source, body=b"")))
+    assert (code, answer["reason"]) == (400, "body_not_json")
     assert gate_keys(redis_url) == []
     assert ingest.messages() == []
 

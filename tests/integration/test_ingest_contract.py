@@ -183,6 +183,20 @@ def test_delivery_id_over_256_chars_is_400_and_256_is_fine(ingest: IngestHarness
     assert ingest.body(too_long)["reason"] == "delivery_id_too_long"
 
 
+@pytest.mark.parametrize(
+    "delivery_id", ["   ", "\t", "evt_\u0000x", "evt_\nx", "evt_\u2028x", "evt_\x7fx"]
+)
+def test_a_blank_or_unprintable_delivery_id_is_400(ingest: IngestHarness, delivery_id: str) -> None:
+    # signed (Stripe's id is in the signed body), but no sender's ids look like this and an
+    # operator could not look one up: refused, nothing claimed or enqueued
+    response = ingest.invoke(event_for("stripe", delivery_id=delivery_id))
+    assert (response["statusCode"], ingest.body(response)["reason"]) == (
+        400,
+        "delivery_id_invalid",
+    )
+    assert ingest.messages() == []
+
+
 def test_odd_delivery_ids_are_hashed_in_the_gate_key(ingest: IngestHarness, redis_url: str) -> None:
     import redis
 

@@ -115,15 +115,15 @@ def parse_body(body: bytes, body_format: Literal["json", "form", "raw"]) -> Any:
     -------
     Any
         The JSON value (``json``), a :class:`FormFields` (``form``; a repeated field keeps its
-        last value and is named in ``repeated``), or ``None`` (``raw``, or an empty body).
+        last value and is named in ``repeated``), or ``None`` (``raw``, or an empty form body).
 
     Raises
     ------
     BadDeliveryError
-        ``body_not_utf8``, ``body_not_json`` (including nesting past Python's recursion limit)
-        or ``body_not_form``.
+        ``body_not_utf8``, ``body_not_json`` (an empty body included, and nesting past
+        Python's recursion limit) or ``body_not_form``.
     """
-    if body_format == "raw" or not body:
+    if body_format == "raw" or (not body and body_format == "form"):
         return None
     try:
         text = body.decode("utf-8")

@@ -70,9 +70,9 @@ def read_events(
         The body does not parse as the source's declared format (``body_not_json``...), a
         batch is not an array or holds more than 1,000 events (``batch_invalid``,
         ``batch_too_large``), or a field is missing, malformed or over its bound
-        (``delivery_id_missing``, ``delivery_id_too_long``, ``sequence_invalid``,
-        ``event_type_too_long``, ``resource_key_too_long``, ``ordering_fields_incomplete``,
-        ``field_ambiguous``).
+        (``delivery_id_missing``, ``delivery_id_too_long``, ``delivery_id_invalid``,
+        ``sequence_invalid``, ``event_type_too_long``, ``resource_key_too_long``,
+        ``ordering_fields_incomplete``, ``field_ambiguous``).
     """
     document = parse_body(request.body, source.body_format)
     provider = source.provider
@@ -106,6 +106,10 @@ def _event(
     delivery_id = str(delivery_id)
     if len(delivery_id) > MAX_DELIVERY_ID_LENGTH:
         raise BadDeliveryError("delivery_id_too_long")
+    if not delivery_id.strip() or not delivery_id.isprintable():
+        # blank, or holding control or separator characters (a NUL, a tab, U+2028): no
+        # provider's ids look like that, and an operator could not look such an id up
+        raise BadDeliveryError("delivery_id_invalid", "blank or not printable")
     event_type = _text(read(source.event_type))
     if event_type is not None and len(event_type.encode("utf-8")) > MAX_EVENT_TYPE_BYTES:
         raise BadDeliveryError("event_type_too_long")
