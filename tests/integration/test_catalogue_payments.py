@@ -166,6 +166,39 @@ def test_hubspot_a_retry_with_another_attempt_number_is_a_clean_duplicate(
     assert [e["delivery_id"] for e in ingest.envelopes()] == ["62515:7:9"]
 
 
+def _hubspot(*objects: int, timestamp: int | None = None) -> dict[str, Any]:
+    """A HubSpot batch of event 9 once per ``objects`` value (its content: the object id)."""
+    events = [
+        {"eventId": 9, "subscriptionId": 7, "portalId": 62515, "attemptNumber": 0,
+         "subscriptionType": "contact.creation", "objectId": obj, "occurredAt": 1}
+        for obj in objects
+    ]  # fmt: skip
+    body = json.dumps(events, separators=(",", ":")).encode()
+    return http_api_event(signed_delivery(SOURCES["hubspot"], body=body, timestamp=timestamp))
+
+
+def test_hubspot_an_event_id_again_with_other_content_is_counted_at_the_gate_and_in_one_post(
+    ingest: IngestHarness, capsys: pytest.CaptureFixture[str]
+) -> None:
+    later = int(time.time()) + 1
+    assert answer(ingest, _hubspot(1))[0] == 202
+    capsys.readouterr()
+    # the same event id in a later POST: the identical copy is clean, another content counted
+    assert answer(ingest, _hubspot(1, timestamp=later))[1]["duplicates"] == 1
+    assert metric_total(capsys.readouterr().out, "DuplicateBodyMismatch") == 0
+    assert answer(ingest, _hubspot(2, timestamp=later))[1]["duplicates"] == 1
+    assert metric_total(capsys.readouterr().out, "DuplicateBodyMismatch") == 1
+    ingest.envelopes()  # the first POST's envelope, received
+    # one POST naming a new event id twice: once with the same content, once with another
+    redis.Redis.from_url(ingest.app.settings.redis_url).flushall()
+    assert answer(ingest, _hubspot(3, 3, timestamp=later + 1))[0] == 202
+    assert metric_total(capsys.readouterr().out, "DuplicateBodyMismatch") == 0
+    redis.Redis.from_url(ingest.app.settings.redis_url).flushall()
+    assert answer(ingest, _hubspot(4, 5, timestamp=later + 2))[0] == 202
+    assert metric_total(capsys.readouterr().out, "DuplicateBodyMismatch") == 1
+    assert [e["delivery_id"] for e in ingest.envelopes()] == ["62515:7:9", "62515:7:9"]
+
+
 def test_hubspot_transient_failures_are_503_so_hubspot_retries(
     make_ingest, redis_factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

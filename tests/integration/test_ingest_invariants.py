@@ -289,6 +289,41 @@ def test_i7_fail_closed_answers_503_when_redis_is_down(make_ingest, redis_factor
     assert harness.messages() == []
 
 
+def test_i7_fail_closed_stays_closed_while_the_breaker_is_open(make_ingest, redis_factory) -> None:
+    # With a cool-down the breaker opens on the first failure; a request inside the cool-down
+    # never reaches Redis and must still be 503, never let through as if failing open
+    server = redis_factory()
+    harness = make_ingest(REDIS_URL=server.url, GATE_FAIL_MODE="closed", GATE_COOLDOWN_SECONDS=60)
+    server.stop()  # the test's own redis-server, never the machine's
+    for delivery_id in ("first-during-outage", "second-inside-the-cool-down"):
+        response = harness.invoke(event_for("github", delivery_id=delivery_id))
+        assert (response["statusCode"], json.loads(response["body"])["reason"]) == (
+            503,
+            "gate_unavailable",
+        )
+    assert harness.messages() == []
+
+
+def test_the_redis_key_prefix_keeps_two_stacks_apart_on_one_redis(
+    make_ingest, redis_factory
+) -> None:
+    server = redis_factory()
+    client = redis.Redis.from_url(server.url)
+    stack_a = make_ingest(REDIS_URL=server.url, REDIS_KEY_PREFIX="stackA:")
+    event = event_for("github", delivery_id="shared-delivery")
+    assert stack_a.invoke(event)["statusCode"] == 202
+    keys = sorted(k.decode() for k in client.keys("*"))
+    assert keys == ["stackA:github:shared-delivery"]
+    # another stack on the same Redis sees the same delivery as new, and a repeat as its own
+    stack_b = make_ingest(REDIS_URL=server.url, REDIS_KEY_PREFIX="stackB:")
+    assert stack_b.invoke(event)["statusCode"] == 202
+    assert stack_b.invoke(event)["statusCode"] == 200
+    assert sorted(k.decode() for k in client.keys("*")) == [
+        "stackA:github:shared-delivery",
+        "stackB:github:shared-delivery",
+    ]
+
+
 @pytest.fixture
 def silent_redis() -> Iterator[str]:
     """A TCP listener that accepts connections and never answers (a hung Redis)."""

@@ -444,6 +444,24 @@ def test_out_of_order_pair_in_one_batch_is_applied_in_sequence_order(
     assert resource["last_delivery_id"] == "evt_1OrderThree"
 
 
+def test_two_sources_sharing_a_resource_key_keep_their_own_order_in_one_batch(
+    processor: ModuleType, store: DynamoDBDeliveryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ordering is per (source, resource): a GitHub resource named like a Stripe customer is
+    # another resource, in its own group and with its own watermark, in the same batch
+    records = [
+        sqs_record(envelope_json("evt_s2", "cus_1", 20)),
+        sqs_record(envelope_json("gh_1", "cus_1", 5, source="github")),
+        sqs_record(envelope_json("evt_s1", "cus_1", 10)),
+        sqs_record(envelope_json("gh_2", "cus_1", 7, source="github")),
+    ]
+    assert invoke(processor, *records) == {"batchItemFailures": []}
+    assert metric_totals(capsys.readouterr().out) == {"Applied": 4}
+    stripe, github = store.get_resource("stripe", "cus_1"), store.get_resource("github", "cus_1")
+    assert (stripe["watermark"], stripe["last_delivery_id"]) == (20, "evt_s2")
+    assert (github["watermark"], github["last_delivery_id"]) == (7, "gh_2")
+
+
 def test_concurrent_copies_of_one_delivery_apply_exactly_once(resources: None) -> None:
     # Given two workers holding the same delivery (two SQS messages), released together
     client = boto3.client("dynamodb")

@@ -317,6 +317,21 @@ class TestEveryProvider:
                 )
             assert err.value.reason in ("signature_invalid", "signature_mismatch")
 
+    def test_a_truncated_signature_is_401(self, name: str) -> None:
+        # A signature a byte short (two hex digits or base64 characters) or cut in half never
+        # verifies: the whole digest is compared, never a prefix of it.
+        current, _, _ = secrets(name)
+        req = signed(name)
+        header = provider(name).signature_header.lower()
+        if not header or header not in req.headers:
+            pytest.skip(f"{name} carries its credential outside the headers")
+        value = req.headers[header]
+        for cut in (value[:-2], value[: len(value) // 2]):
+            headers = dict(req.headers) | {header: cut}
+            with pytest.raises(VerificationError) as err:
+                provider(name).verify(with_headers(req, headers), verifier(name, current), NOW)
+            assert err.value.status == 401, cut
+
     def test_an_unsigned_body_is_declared_so(self, name: str) -> None:
         # A provider declaring its body unsigned (signs.body False) really verifies a changed
         # body; one declaring it signed is held to that by the test above.
