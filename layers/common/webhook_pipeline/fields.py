@@ -348,8 +348,9 @@ def _raw_value(
 
 def _refuse_repeated(location: FieldLocation, document: FormFields) -> None:
     paths = location.body if isinstance(location.body, list) else [location.body or ""]
-    for name in sorted({path.split(".")[0] for path in paths} & document.repeated):
-        message = f"form field {name!r} is given twice with different values (which is unsigned)"
+    names = {path.split(".")[0] for path in paths} & document.repeated
+    if names:
+        message = f"form field {min(names)!r} is given twice with different values (unsigned)"
         raise BadDeliveryError("field_ambiguous", message)
 
 

@@ -61,12 +61,7 @@ class Gatekeeper:
         try:
             ours = self.gate.claim_once(key, ttl, owner)
         except GateUnavailableError as exc:
-            self.breaker.trip()
-            count(MetricName.GATE_UNAVAILABLE)
-            logger.warning(
-                "dedup gate unavailable; a one-time token cannot be checked",
-                extra={"error": str(exc)[:200]},
-            )
+            self._record_failure(exc)
             raise GateClosedError(detail="the signed one-time token cannot be checked") from exc
         if not ours:
             count(MetricName.SIGNATURE_INVALID)
@@ -106,10 +101,13 @@ class Gatekeeper:
         return list(results)
 
     def _gate_failed(self, exc: GateUnavailableError) -> None:
+        self._record_failure(exc)
+        self._fail_open_or_raise()
+
+    def _record_failure(self, exc: GateUnavailableError) -> None:
         self.breaker.trip()
         count(MetricName.GATE_UNAVAILABLE)
         logger.warning("dedup gate unavailable", extra={"error": str(exc)[:200]})
-        self._fail_open_or_raise()
 
     def _fail_open_or_raise(self) -> None:
         if not self.policy.fail_open:
