@@ -88,7 +88,9 @@ class HmacQueryChallenge(Handshake):
         if not token or len(token) > MAX_CHALLENGE_CHARS or not secret.signing:
             raise VerificationError("handshake_invalid", f"no usable {self.parameter}")
         folded = token.casefold()
-        if _parses_as_json(token) or any(folded.startswith(p) for p in self.signed_prefixes):
+        if _parses_as_json(token) or any(
+            folded.startswith(p.casefold()) for p in self.signed_prefixes
+        ):
             raise VerificationError(
                 "handshake_invalid", f"{self.parameter} could be a delivery body: not signed"
             )

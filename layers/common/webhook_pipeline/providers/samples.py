@@ -4,8 +4,9 @@
 A sample challenge (:class:`HandshakeSample`), a test vector (:class:`Vector`), what a sender
 sends (:class:`SignedRequest`) and a sample delivery (:class:`Sample`). Provider modules reach
 them through :data:`webhook_pipeline.providers.model.samples`, which loads this module on first
-use and declare their vectors with :class:`~webhook_pipeline.providers.model.LazyVectors`, so a
-function's import (which loads the providers its sources use) never defines these classes.
+use, and they declare their vectors with
+:class:`~webhook_pipeline.providers.model.LazyVectors`, so a function's import (which loads the
+providers its sources use) never defines these classes.
 ``from webhook_pipeline.providers import Sample, Vector`` works as well (loaded on first use).
 """
 
