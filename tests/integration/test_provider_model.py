@@ -74,6 +74,21 @@ def test_c11_other_family_id_header_never_makes_a_new_delivery(ingest: IngestHar
     assert [e["delivery_id"] for e in ingest.envelopes()] == ["msg_A"]
 
 
+def test_an_unsigned_timestamp_header_of_the_other_family_that_disagrees_is_401(
+    ingest: IngestHarness,
+) -> None:
+    """The svix-signed delivery with a ``webhook-timestamp`` of another value (still fresh)
+    is refused; with the signed value it is accepted."""
+    event = svix_delivery()
+    signed_ts = event["headers"]["svix-timestamp"]
+    event["headers"]["webhook-timestamp"] = str(int(signed_ts) - 60)
+    code, body = answer(ingest, event)
+    assert (code, body.get("reason")) == (401, "signature_mismatch"), body
+    assert ingest.messages() == []
+    event["headers"]["webhook-timestamp"] = signed_ts
+    assert answer(ingest, event) == (202, {"status": "accepted", "delivery_id": "msg_A"})
+
+
 def test_c11_a_source_may_not_read_a_signed_id_elsewhere(make_ingest, tmp_path: Path) -> None:
     path = sources_file(
         tmp_path,
