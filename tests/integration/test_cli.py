@@ -141,6 +141,25 @@ def test_replay_json_dry_run_lists_every_match(cli: Run, stack: Stack) -> None:
     assert sorted(i["delivery_id"] for i in report["would_replay"]) == ["evt_0", "evt_1", "evt_2"]
 
 
+def test_replay_dry_run_over_more_than_a_hundred_matches_moves_nothing(
+    cli: Run, stack: Stack
+) -> None:
+    count = 125  # more than the 100 a report lists and than the default --max-messages
+    for start in range(0, count, 10):  # straight into the DLQ: redrive of 125 takes long
+        entries = [
+            {"Id": str(i), "MessageBody": envelope(f"evt_{i}")}
+            for i in range(start, min(start + 10, count))
+        ]
+        stack.sqs.send_message_batch(QueueUrl=stack.dlq_url, Entries=entries)
+    code, out, _ = cli("replay", *stack.urls, "--dry-run", "--max-messages", "500", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert (report["matched"], report["replayed"]) == (count, 0)
+    assert len(report["would_replay"]) == count
+    assert stack.count(stack.main_url) == 0
+    assert stack.count(stack.dlq_url) == count
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

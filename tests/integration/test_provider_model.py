@@ -74,6 +74,21 @@ def test_c11_other_family_id_header_never_makes_a_new_delivery(ingest: IngestHar
     assert [e["delivery_id"] for e in ingest.envelopes()] == ["msg_A"]
 
 
+def test_an_unsigned_timestamp_header_of_the_other_family_that_disagrees_is_401(
+    ingest: IngestHarness,
+) -> None:
+    """The svix-signed delivery with a ``webhook-timestamp`` of another value (still fresh)
+    is refused; with the signed value it is accepted."""
+    event = svix_delivery()
+    signed_ts = event["headers"]["svix-timestamp"]
+    event["headers"]["webhook-timestamp"] = str(int(signed_ts) - 60)
+    code, body = answer(ingest, event)
+    assert (code, body.get("reason")) == (401, "signature_mismatch"), body
+    assert ingest.messages() == []
+    event["headers"]["webhook-timestamp"] = signed_ts
+    assert answer(ingest, event) == (202, {"status": "accepted", "delivery_id": "msg_A"})
+
+
 def test_c11_a_source_may_not_read_a_signed_id_elsewhere(make_ingest, tmp_path: Path) -> None:
     path = sources_file(
         tmp_path,
@@ -81,6 +96,31 @@ def test_c11_a_source_may_not_read_a_signed_id_elsewhere(make_ingest, tmp_path: 
     )
     with pytest.raises(ConfigurationError, match="signs the delivery id"):
         make_ingest(SOURCES_FILE=path)
+
+
+def test_a_body_path_indexed_one_past_the_end_of_a_list_reads_as_absent_not_a_500(
+    make_ingest, tmp_path: Path
+) -> None:
+    path = sources_file(
+        tmp_path,
+        '[sources.stripe]\nprovider = "stripe"\nevent_type = { body = "items.3.type" }\n'
+        'resource_key = { body = "items.3.id" }\n'
+        'sequence = { body = "items.3.version", format = "int" }\n',
+    )
+    harness = make_ingest(SOURCES_FILE=path)
+    stripe = example_sources(path)["stripe"]
+    items = [{"id": f"item_{i}", "type": f"type_{i}", "version": i} for i in range(4)]
+    for delivery_id, listed in (("evt_three", items[:3]), ("evt_four", items)):
+        body = json.dumps({"id": delivery_id, "object": "event", "items": listed}).encode()
+        delivery = signed_delivery(stripe, delivery_id=delivery_id, body=body)
+        assert answer(harness, http_api_event(delivery)) == (
+            202,
+            {"status": "accepted", "delivery_id": delivery_id},
+        )
+    read = [
+        (e.get("event_type"), e.get("resource_key"), e.get("sequence")) for e in harness.envelopes()
+    ]
+    assert read == [(None, None, None), ("type_3", "item_3", 3)]
 
 
 # -- attack 2 (C12): the body parser chosen by an unsigned Content-Type -------------------------

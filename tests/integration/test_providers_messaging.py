@@ -103,6 +103,52 @@ def test_a_reused_mailgun_token_is_401_within_the_tolerance(catalogue: IngestHar
     assert [e["delivery_id"] for e in catalogue.envelopes()] == ["ev_first"]
 
 
+def let_time_pass_in_redis(client: redis.Redis, seconds: int) -> None:
+    """What ``seconds`` of waiting does to the keys of a real Redis: a key whose TTL runs out is
+    gone, every other key with a TTL has that much less left (keys without one are kept)."""
+    for key in client.scan_iter():
+        left = int(client.pttl(key))
+        if left < 0:
+            continue
+        if left <= seconds * 1000:
+            client.delete(key)
+        else:
+            client.pexpire(key, left - seconds * 1000)
+
+
+def test_a_mailgun_token_is_refused_for_as_long_as_its_timestamp_is_fresh(
+    catalogue: IngestHarness, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timestamp is fresh ``tolerance`` seconds either side of our clock, so one token
+    verifies for up to twice the tolerance: first used when its timestamp was just under the
+    tolerance ahead of us, it must still be refused with another delivery id just under twice
+    the tolerance later (just over 1x is where a token kept for 1x comes back), and once
+    forgotten its timestamp is stale."""
+    source = SOURCES["mailgun"]
+    tolerance = source.provider.tolerance_seconds
+    assert tolerance is not None
+    signed_at = int(time.time())
+    now = [float(signed_at - (tolerance - 10))]
+    monkeypatch.setattr(catalogue.app.service(), "clock", lambda: now[0])
+    client = redis.Redis.from_url(redis_url)
+    first = signed_delivery(source, delivery_id="ev_first", timestamp=signed_at)
+    assert answer(catalogue, http_api_event(first))[0] == 202
+    forged_body = first.body.replace(b'"ev_first"', b'"ev_forged"')
+    forged = http_api_event(type(first)(first.source, "ev_forged", forged_body, first.headers))
+    elapsed = 0
+    for later, reason in (
+        (tolerance + 10, "replay_detected"),
+        (2 * tolerance - 20, "replay_detected"),
+        (2 * tolerance + 10, "timestamp_stale"),
+    ):
+        let_time_pass_in_redis(client, later - elapsed)
+        now[0] += later - elapsed
+        elapsed = later
+        code, body = answer(catalogue, forged)
+        assert (later, code, body.get("reason")) == (later, 401, reason), body
+    assert [e["delivery_id"] for e in catalogue.envelopes()] == ["ev_first"]
+
+
 @pytest.mark.parametrize("signature", ["0" * 128, "ab" * 64])
 def test_discord_probes_with_invalid_signatures_get_401(
     catalogue: IngestHarness, signature: str

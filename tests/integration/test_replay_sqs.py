@@ -18,7 +18,7 @@ from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue, SqsReplaySe
 from webhook_pipeline.envelope import Envelope, sha256_hex
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline.replay.run import replay
+from webhook_pipeline.replay.run import MAX_LISTED, replay
 
 from tests.helpers import FakeContext, create_deliveries_table, load_function
 
@@ -335,6 +335,29 @@ def test_handler_runs_the_committed_events(queues: Queues, replay_app: Any, even
     assert (report["examined"], report["matched"], report["replayed"]) == (3, 2, 2)
     assert report["remaining"] == 1
     assert len(queues.drain(queues.main_url)) == 2
+
+
+def test_a_dry_run_over_more_matches_than_it_lists_moves_nothing(
+    queues: Queues, replay_app: Any
+) -> None:
+    # Given more matching DLQ messages than a dry-run report lists (MAX_LISTED, 100)
+    count = MAX_LISTED + 25
+    for start in range(0, count, 10):
+        queues.sqs.send_message_batch(
+            QueueUrl=queues.dlq_url,
+            Entries=[
+                {"Id": str(i), "MessageBody": envelope(f"evt_{i}").to_json()}
+                for i in range(start, min(start + 10, count))
+            ],
+        )
+    # When dry-running over all of them
+    report = replay_app.lambda_handler({"dry_run": True, "max_messages": 500}, FakeContext())
+    # Then every one is counted, the first 100 listed, and not one has moved
+    assert (report["examined"], report["matched"], report["replayed"]) == (count, count, 0)
+    assert report["complete"] is True
+    assert len(report["would_replay"]) == MAX_LISTED
+    assert queues.depth(queues.main_url) == 0
+    assert queues.visible(queues.dlq_url) == count
 
 
 def test_handler_rejects_bad_input_with_a_typed_error(queues: Queues, replay_app: Any) -> None:

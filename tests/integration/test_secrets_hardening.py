@@ -6,6 +6,7 @@ prints one line per source."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from contextlib import redirect_stdout
@@ -83,6 +84,43 @@ def test_c14_a_value_not_in_the_provider_format_is_503_counted_and_fetched_once(
     # Other sources keep working.
     github = http_api_event(signed_delivery(SOURCES["github"]))
     assert harness.invoke(github)["statusCode"] == 202
+
+
+FIRST_KEY = STORED.strip()
+SECOND_KEY = "whsec_" + base64.b64encode(b"the second key, 32 bytes long..!").decode()
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # (the value stored, the key the delivery is signed with, the status it must get)
+        [
+            (FIRST_KEY, FIRST_KEY, 202),
+            ("whsec_!!!!", FIRST_KEY, 503),
+            (SECOND_KEY, SECOND_KEY, 202),
+        ],
+        [
+            ("whsec_!!!!", FIRST_KEY, 503),
+            (FIRST_KEY, FIRST_KEY, 202),
+            ("whsec_QQ==", FIRST_KEY, 503),
+        ],
+    ],
+    ids=["valid-first", "invalid-first"],
+)
+def test_each_stored_value_is_validated_on_its_own_as_the_secret_is_rotated(
+    make_ingest, steps: list[tuple[str, str, int]]
+) -> None:
+    """Validation is remembered per value, not per source: rotated in Secrets Manager between
+    requests (each one past the cache age), an invalid value is 503 ``secret_invalid`` as soon
+    as it is read (never a 500) and a fixed one verifies at once, without a cold start."""
+    harness = make_ingest(SECRETS_MAX_AGE_SECONDS="0")
+    answers = []
+    for stored, signed_with, _ in steps:
+        put("standard-webhooks", stored)
+        response = harness.invoke(sw_event(signed_with))
+        answers.append((response["statusCode"], json.loads(response["body"]).get("reason")))
+    assert answers == [(code, "secret_invalid" if code == 503 else None) for *_, code in steps]
+    assert len(harness.messages()) == sum(code == 202 for *_, code in steps)
 
 
 def test_an_invalid_current_secret_is_a_configuration_error_naming_the_source() -> None:

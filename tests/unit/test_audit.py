@@ -60,6 +60,22 @@ def test_an_accepted_delivery_neither_recorded_nor_dead_lettered_is_a_gap() -> N
     assert doc["sources"]["stripe"]["gaps"] == ["lost"] and doc["ok"] is False
 
 
+def test_a_record_or_dlq_entry_of_another_source_with_the_same_id_accounts_for_nothing() -> None:
+    """Delivery ids are unique per source only: stripe's ``evt_1`` and ``evt_2`` are not
+    accounted for by github's ``evt_1`` in the DLQ or github's ``evt_2`` in the table."""
+    report = reconcile(
+        [acc("stripe", "evt_1"), acc("stripe", "evt_2"), acc("github", "evt_1")],
+        [{"source": "github", "delivery_id": "evt_2", "outcome": "applied"}],
+        [("github", "evt_1")],
+        window=WINDOW,
+        settle_before=T0 + timedelta(minutes=55),
+    )
+    assert not report.ok and report.gaps == 2
+    stripe, github = report.sources["stripe"], report.sources["github"]
+    assert (stripe.gaps, stripe.recorded, stripe.in_dlq) == (["evt_1", "evt_2"], 0, 0)
+    assert (github.gaps, github.in_dlq, github.recorded_without_accepted) == ([], 1, 1)
+
+
 def test_parse_time_reads_durations_and_iso_times() -> None:
     now = T0
     assert parse_time("90m", now) == now - timedelta(minutes=90)

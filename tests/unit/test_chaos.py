@@ -240,6 +240,40 @@ def test_a_dead_lettered_delivery_does_not_count_towards_the_watermark() -> None
     assert (rec.lost, rec.watermark_mismatches) == (0, 0)
 
 
+def test_the_expected_watermark_is_the_highest_sequence_sent_not_the_last() -> None:
+    """The sender's last copy of a resource carries an older event than an earlier one: the
+    watermark must be the highest sequence, whatever order they were sent in."""
+    sent = [copy("e5", 202, sequence=5), copy("e9", 202, sequence=9), copy("e3", 202, sequence=3)]
+    items = [
+        record("e5", sequence=5, recorded_at="2026-12-01T10:00:01"),
+        record("e9", sequence=9, recorded_at="2026-12-01T10:00:02"),
+        record("e3", sequence=3, outcome="stale", recorded_at="2026-12-01T10:00:03"),
+    ]
+    right = reconcile(sent, [*items, resource("cus_1", 9)], [])
+    assert (right.watermark_mismatches, right.resources_checked, right.failed()) == (0, 1, False)
+    last_sent = reconcile(sent, [*items, resource("cus_1", 3)], [])
+    assert (last_sent.watermark_mismatches, last_sent.failed()) == (1, True)
+    assert last_sent.examples["watermark_mismatch"] == ["stripe/cus_1 (watermark 3, expected 9)"]
+
+
+def test_every_apply_below_an_earlier_one_is_out_of_order_not_only_the_first() -> None:
+    """9 applied, then 3, then 5: both 3 and 5 are below the 9 applied before them (5 is above
+    the 3 just before it, which must not reset what "earlier" means); 7 and 8 applied together
+    later are two more, and 10 is in order."""
+    sent = [copy(f"e{n}", 202, sequence=n) for n in (9, 3, 5, 7, 8, 10)]
+    at = {9: "10:00:01", 3: "10:00:02", 5: "10:00:03", 7: "10:00:04", 8: "10:00:04", 10: "10:00:05"}
+    items = [record(f"e{n}", sequence=n, recorded_at=f"2026-12-01T{t}") for n, t in at.items()]
+    rec = reconcile(sent, [*items, resource("cus_1", 10)], [])
+    assert rec.out_of_order_applied == 4
+    assert sorted(rec.examples["out_of_order_applied"]) == [
+        "stripe/e3",
+        "stripe/e5",
+        "stripe/e7",
+        "stripe/e8",
+    ]
+    assert (rec.watermark_mismatches, rec.failed()) == (0, True)
+
+
 # -- traffic shape, schedule, report --------------------------------------------------------------
 
 

@@ -95,6 +95,27 @@ def test_guard_decisions(method: str, headers: dict[str, str], refused: int | No
     assert (decision[0] if decision else None) == refused
 
 
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://127.0.0.1:8380.evil.example",
+        "http://127.0.0.1:83801",
+        "http://127.0.0.1:8380@evil.example",
+        "http://127.0.0.1:8380/",
+        "https://127.0.0.1:8380",
+        "http://127.0.0.1",
+    ],
+)
+def test_a_state_change_from_an_origin_that_only_starts_like_ours_is_refused(origin: str) -> None:
+    """The Origin must be the console's own, whole: another site whose origin begins with it
+    (a name under ``127.0.0.1:8380.``, a longer port) is refused even with the token and without
+    ``Sec-Fetch-Site`` (a browser that sends none)."""
+    guard = ConsoleGuard(app=None, allowed_hosts=["127.0.0.1:8380"], token="t")
+    own = {"host": "127.0.0.1:8380", "origin": "http://127.0.0.1:8380", "x-console-token": "t"}
+    assert guard.refusal("POST", own) is None
+    assert guard.refusal("POST", own | {"origin": origin}) == (403, "cross-origin request refused")
+
+
 def test_host_port_brackets_ipv6() -> None:
     assert host_port("::1", 8380) == "[::1]:8380"
     assert host_port("127.0.0.1", 0) == "127.0.0.1:0"

@@ -28,6 +28,17 @@ def test_a_composite_value_is_absent_when_any_part_is(missing: object) -> None:
     assert read(location, {"a": "1", "b": missing}) is None
 
 
+@pytest.mark.parametrize(
+    "location",
+    [FieldLocation(body="events.3.id"), FieldLocation(body=["events.0.id", "events.3.id"])],
+)
+def test_a_list_index_one_past_the_end_reads_as_absent(location: FieldLocation) -> None:
+    three = {"events": [{"id": "a"}, {"id": "b"}, {"id": "c"}]}
+    assert read(location, three) is None
+    four = {"events": [*three["events"], {"id": "d"}]}
+    assert read(location, four) in ("d", "a:d")
+
+
 def test_a_constant_is_the_same_for_every_delivery_and_counts_as_signed() -> None:
     from webhook_pipeline.sources import Source, resolve
 

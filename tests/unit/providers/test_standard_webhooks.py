@@ -163,6 +163,23 @@ class TestSvixAliases:
             scheme.verify(request(hdrs), [SECRET], TS)
         assert err.value.reason == "signature_mismatch"
 
+    @pytest.mark.parametrize("signed_family", ["webhook", "svix"])
+    @pytest.mark.parametrize("header", ["id", "timestamp"])
+    def test_the_other_familys_header_that_disagrees_is_a_mismatch(
+        self, signed_family: str, header: str
+    ) -> None:
+        # A genuine delivery signed in one family, plus the other family's id or timestamp
+        # header alone (unsigned) with another value; the same value is fine.
+        other = "svix" if signed_family == "webhook" else "webhook"
+        hdrs = headers(prefix=signed_family)
+        same = {"id": MSG_ID, "timestamp": str(TS)}[header]
+        assert scheme.verify(request(hdrs | {f"{other}-{header}": same}), [SECRET], TS)
+        different = {"id": "msg_other", "timestamp": str(TS + 1)}[header]
+        with pytest.raises(VerificationError) as err:
+            scheme.verify(request(hdrs | {f"{other}-{header}": different}), [SECRET], TS)
+        assert err.value.reason == "signature_mismatch"
+        assert f"{other}-{header}" in str(err.value)
+
     def test_families_are_not_mixed(self) -> None:
         # The signature of one family is checked with the id and timestamp of the same family.
         hdrs = {"svix-id": MSG_ID, "svix-timestamp": str(TS), "webhook-signature": SIGNATURE}
