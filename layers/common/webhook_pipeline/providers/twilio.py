@@ -25,7 +25,10 @@ verifies: the parameters are read with the same parser the signature was checked
 there is no timestamp: a captured request can be resent at any time. The signed string joins
 names and values with no separator, so a captured body can be re-cut at a boundary without
 changing the signature (``MessageStatus=sent&To=x`` and ``MessageStatus=sentTo=x`` sign the
-same string): identity read from a Twilio body is only as strong as that.
+same string): :meth:`Twilio.refuse_recut` refuses a field read that is not of Twilio's format
+(400 ``field_invalid``) and a signed string that reads the fields two ways (400
+``field_ambiguous``), so a re-cut reads the same identity or none
+(:mod:`~webhook_pipeline.providers.twilio_params`).
 
 Delivery id: ``MessageSid:MessageStatus`` (Messaging status callbacks, the queue-first use:
 each status of a message is reported once, retries repeat it), from signed parameters rather
