@@ -1,8 +1,9 @@
 """An unsigned identity header given twice, through the real ingest handler (invariant I8).
 
 API Gateway joins a repeated header's values with ``","`` (HTTP API 2.0 in ``headers``; REST 1.0
-lists them in ``multiValueHeaders``), so ``X-GitHub-Delivery`` sent twice once read as the new
-delivery id ``x,x``. Equal values are one value; different ones are 400 ``field_ambiguous``.
+lists them in ``multiValueHeaders``; the local gateway joins them as 2.0 does), so
+``X-GitHub-Delivery`` sent twice once read as the new delivery id ``x,x``. Equal values are one
+value; different ones are 400 ``field_ambiguous``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
+from webhook_pipeline_ops.local.http_gateway import build_event
 from webhook_pipeline_ops.samples import (
     SampleDelivery,
     example_sources,
@@ -25,6 +27,7 @@ from tests.integration.ingest_harness import IngestHarness
 pytestmark = pytest.mark.integration
 
 SOURCES = example_sources()
+SHAPES = ["http-api-2.0", "rest-1.0", "local-gateway"]
 #: Every example source reading its delivery id from a header (none is signed).
 HEADER_ID_SOURCES = sorted(
     name for name, source in SOURCES.items() if source.delivery_id.header is not None
@@ -53,6 +56,18 @@ def repeated(delivery: SampleDelivery, shape: str, name: str, values: list[str])
         event = http_api_event(delivery)
         event["headers"][name.lower()] = ",".join(values)
         return event
+    if shape == "local-gateway":  # the pairs as they arrive, the repeated one kept twice
+        pairs = [(k, v) for k, v in delivery.headers.items() if k.lower() != name.lower()]
+        return build_event(
+            method="POST",
+            target=f"/webhooks/{delivery.source}",
+            headers=pairs + [(name, v) for v in values],
+            body=delivery.body,
+            route_key="POST /webhooks/{source}",
+            path_parameters={"source": delivery.source},
+            source_ip="127.0.0.1",
+            host="localhost",
+        )
     event = rest_api_event(delivery)
     key = next(k for k in event["multiValueHeaders"] if k.lower() == name.lower())
     event["multiValueHeaders"][key] = list(values)
@@ -68,7 +83,7 @@ def answer(harness: IngestHarness, event: dict[str, Any]) -> tuple[int, Any]:
         return response["statusCode"], response["body"]
 
 
-@pytest.mark.parametrize("shape", ["http-api-2.0", "rest-1.0"])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("source", HEADER_ID_SOURCES)
 def test_an_id_header_given_twice_with_one_value_is_one_delivery(
     ingest: IngestHarness, source: str, shape: str
@@ -86,7 +101,7 @@ def test_an_id_header_given_twice_with_one_value_is_one_delivery(
     assert [e["delivery_id"] for e in ingest.envelopes()] == [genuine_id]
 
 
-@pytest.mark.parametrize("shape", ["http-api-2.0", "rest-1.0"])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("source", HEADER_ID_SOURCES)
 def test_an_id_header_given_twice_with_two_values_is_ambiguous(
     ingest: IngestHarness, source: str, shape: str
@@ -102,7 +117,7 @@ def test_an_id_header_given_twice_with_two_values_is_ambiguous(
     assert ingest.messages() == []
 
 
-@pytest.mark.parametrize("shape", ["http-api-2.0", "rest-1.0"])
+@pytest.mark.parametrize("shape", SHAPES)
 def test_an_event_type_header_given_twice_reads_as_one_type(
     ingest: IngestHarness, shape: str
 ) -> None:
