@@ -270,7 +270,14 @@ class Twilio(Provider):
         names = [(n, value_lengths(n, integer=integer[n])) for n in sorted(integer)]
         found = readings(url + form_parameters(request.body), names)
         if len(found) > 1:
-            a, b = (dict(zip(sorted(integer), r, strict=True)) for r in found)
+            names_read = sorted(integer)
+            a, b = (
+                {
+                    n: v[:40] + ("..." if len(v) > 40 else "")
+                    for n, v in zip(names_read, r, strict=True)
+                }
+                for r in found
+            )
             raise BadDeliveryError(
                 "field_ambiguous", f"the signed parameters read as {a} and as {b} (a re-cut)"
             )
