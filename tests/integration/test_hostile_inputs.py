@@ -243,16 +243,19 @@ def test_delivery_ids_are_byte_exact_case_and_trailing_space_are_different_ids(
     assert sorted(e["delivery_id"] for e in ingest.envelopes()) == sorted(ids)
 
 
-def test_repeated_delivery_id_header_is_read_as_one_joined_value_in_both_formats(
+def test_repeated_delivery_id_header_with_two_values_is_ambiguous_in_both_formats(
     ingest: IngestHarness,
 ) -> None:
+    # (once read as one joined id "id-a,id-b"; test_repeated_headers.py covers every source)
     d = delivery("github", delivery_id="id-a")
     rest = rest_api_event(d)
     rest["multiValueHeaders"]["X-GitHub-Delivery"] = ["id-a", "id-b"]
     http = http_api_event(d)
     http["headers"]["x-github-delivery"] = "id-a,id-b"
-    assert status(ingest, rest) == (202, {"status": "accepted", "delivery_id": "id-a,id-b"})
-    assert status(ingest, http) == (200, {"status": "duplicate", "delivery_id": "id-a,id-b"})
+    ambiguous = (400, {"status": "rejected", "reason": "field_ambiguous"})
+    assert status(ingest, rest) == ambiguous
+    assert status(ingest, http) == ambiguous
+    assert ingest.messages() == []
 
 
 # -- ordering values ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from webhook_pipeline.errors import BadDeliveryError
+from webhook_pipeline.http import header_value
 
 MAX_DELIVERY_ID_LENGTH = 256
 # Sequences are stored as DynamoDB numbers: 38 significant digits at most.
@@ -300,8 +301,8 @@ def read_value(
     BadDeliveryError
         The value is present but of the wrong shape (an object where a string is expected, a
         sequence that is not an integer or ISO-8601 timestamp, text that is not valid Unicode);
-        ``field_ambiguous``: a form field it reads is given more than once with different
-        values (:class:`FormFields`).
+        ``field_ambiguous``: a form field or header it reads is given more than once with
+        different values (:class:`FormFields`, :func:`~webhook_pipeline.http.header_value`).
     """
     if location.digest:
         return hashlib.sha256(raw).hexdigest()
@@ -335,7 +336,7 @@ def _raw_value(
     if location.request:
         return request_id
     if location.header:
-        return headers.get(location.header.lower())
+        return header_value(headers, location.header)
     if isinstance(document, FormFields) and document.repeated:
         _refuse_repeated(location, document)
     if isinstance(location.body, list):

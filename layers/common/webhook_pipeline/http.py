@@ -70,6 +70,35 @@ class WebhookRequest:
         return self.headers.get(name.lower())
 
 
+def header_value(headers: Mapping[str, str], name: str) -> str | None:
+    """The one value of header ``name`` read as an identity field, or ``None`` when absent.
+
+    API Gateway joins a repeated header's values with ``","`` (HTTP API 2.0 in ``headers``;
+    :func:`request_from_event` folds REST 1.0's ``multiValueHeaders`` and the local gateway's
+    pairs the same way), as RFC 9110 section 5.3 lets a recipient do. A singleton such as
+    ``X-GitHub-Delivery`` sent twice therefore reads ``"x,x"``: its comma-separated elements,
+    stripped of spaces and tabs, are read as its values (empty ones ignored); equal values are
+    one value, so a repeat cannot make ``x,x`` a second delivery id. No provider's id, event
+    type, resource or sequence header holds a comma (UUIDs, digits, ``repo:push``...), so a
+    single value is never split by mistake.
+
+    Raises
+    ------
+    BadDeliveryError
+        ``field_ambiguous``: the header is given with different values (not signed: which one
+        is meant cannot be known).
+    """
+    value = headers.get(name.lower())
+    if value is None or "," not in value:
+        return value
+    values = {part.strip(" \t") for part in value.split(",")} - {""}
+    if len(values) > 1:
+        raise BadDeliveryError(
+            "field_ambiguous", f"header {name} is given more than once with different values"
+        )
+    return values.pop() if values else None
+
+
 def _fold_headers(pairs: list[tuple[str, str]]) -> dict[str, str]:
     folded: dict[str, str] = {}
     for name, value in pairs:

@@ -72,10 +72,19 @@ def read_events(
         ``batch_too_large``), or a field is missing, malformed or over its bound
         (``delivery_id_missing``, ``delivery_id_too_long``, ``delivery_id_invalid``,
         ``sequence_invalid``, ``event_type_too_long``, ``resource_key_too_long``,
-        ``ordering_fields_incomplete``, ``field_ambiguous``).
+        ``ordering_fields_incomplete``, ``field_ambiguous``), or the provider finds the signed
+        string can be split into another identity (``field_ambiguous``, ``field_invalid``:
+        :meth:`~webhook_pipeline.providers.base.Provider.refuse_recut`).
     """
     document = parse_body(request.body, source.body_format)
     provider = source.provider
+    roles = {
+        "delivery_id": source.delivery_id,
+        "event_type": source.event_type,
+        "resource_key": source.resource_key,
+        "sequence": source.sequence,
+    }
+    provider.refuse_recut(request, document, {k: v for k, v in roles.items() if v is not None})
     if provider.batch_path is None:
         bodies = [EventBody(document, request.body)]
     else:

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 from webhook_pipeline.errors import ConfigurationError
+from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.crypto import check_freshness
 from webhook_pipeline.providers.model import (
@@ -286,6 +287,16 @@ class Provider(ABC):
         """This instance's default field locations (:attr:`defaults`, unless the options change
         them, as a generic HMAC template that signs the delivery id does)."""
         return self.defaults
+
+    def refuse_recut(
+        self, request: WebhookRequest, document: Any, fields: Mapping[str, FieldLocation]
+    ) -> None:
+        """Raise ``BadDeliveryError`` (400) when the verified ``request``'s signed string, split
+        another way, reads another identity from ``fields`` (role -> location: ``delivery_id``,
+        ``event_type``, ``resource_key``, ``sequence``). Nothing by default: every other scheme
+        signs a string whose split the verifier fixes (docs/providers.md, "Signed strings
+        without delimiters")."""
+        return None
 
     def signed_header_names(self) -> frozenset[str]:
         """Lower-case names of headers this provider's signature always covers (static; used at

@@ -34,7 +34,10 @@ def parse_plain_int(value: str | None) -> int:
 
     ``nan``, ``inf``, exponents (``1e9``), signs, decimals, surrounding spaces and empty strings
     are rejected (case C05): ``abs(now - float("nan")) > tolerance`` is False in Python, so a
-    permissive parse would let such values through.
+    permissive parse would let such values through. So are leading zeros (``0170...``), which no
+    sender writes: where a body is signed right before the timestamp with no separator (a
+    generic ``{body}{timestamp}`` template), a body ending in ``0`` could otherwise give its last
+    digit to the timestamp and verify as another body with the same time.
 
     Raises
     ------
@@ -45,6 +48,8 @@ def parse_plain_int(value: str | None) -> int:
         raise TimestampError("timestamp_missing")
     if not (value.isascii() and value.isdigit()) or len(value) > 19:
         raise TimestampError("timestamp_invalid")
+    if value.startswith("0") and value != "0":
+        raise TimestampError("timestamp_invalid", "a timestamp with a leading zero")
     return int(value)
 
 

@@ -21,7 +21,17 @@ from webhook_pipeline.providers.base import Provider
 _PACKAGE = "webhook_pipeline.providers"
 #: Modules of this package that hold no provider.
 _NOT_PROVIDERS = frozenset(
-    {"base", "challenges", "crypto", "model", "registry", "samples", "schemes", "vectors"}
+    {
+        "base",
+        "challenges",
+        "crypto",
+        "model",
+        "registry",
+        "samples",
+        "schemes",
+        "twilio_params",
+        "vectors",
+    }
 )
 _REGISTRY: dict[str, type[Provider]] = {}
 

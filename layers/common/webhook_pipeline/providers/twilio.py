@@ -25,7 +25,10 @@ verifies: the parameters are read with the same parser the signature was checked
 there is no timestamp: a captured request can be resent at any time. The signed string joins
 names and values with no separator, so a captured body can be re-cut at a boundary without
 changing the signature (``MessageStatus=sent&To=x`` and ``MessageStatus=sentTo=x`` sign the
-same string): identity read from a Twilio body is only as strong as that.
+same string): :meth:`Twilio.refuse_recut` refuses a field read that is not of Twilio's format
+(400 ``field_invalid``) and a signed string that reads the fields two ways (400
+``field_ambiguous``), so a re-cut reads the same identity or none
+(:mod:`~webhook_pipeline.providers.twilio_params`).
 
 Delivery id: ``MessageSid:MessageStatus`` (Messaging status callbacks, the queue-first use:
 each status of a message is reported once, retries repeat it), from signed parameters rather
@@ -48,12 +51,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse
 
-from webhook_pipeline.errors import ConfigurationError, VerificationError
-from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.errors import BadDeliveryError, ConfigurationError, VerificationError
+from webhook_pipeline.fields import FieldLocation, FormFields
 from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
@@ -73,6 +76,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.providers.twilio_params import check_format, readings, value_lengths
 
 HEADER = "X-Twilio-Signature"
 IDEMPOTENCY_HEADER = "I-Twilio-Idempotency-Token"
@@ -238,6 +242,45 @@ class Twilio(Provider):
         ):
             raise VerificationError("signature_invalid", f"the body does not match {BODY_HASH}")
         return Verified(secret_index=index)
+
+    def refuse_recut(
+        self, request: WebhookRequest, document: Any, fields: Mapping[str, FieldLocation]
+    ) -> None:
+        """Refuse a form request whose signed parameters, split another way, read another
+        identity (:mod:`~webhook_pipeline.providers.twilio_params`): each form field read must
+        have Twilio's format, and the signed string exactly one reading of those fields.
+
+        Raises
+        ------
+        BadDeliveryError
+            ``field_invalid`` (a field read is not a SID, a documented status, or digits where
+            an integer is read), ``field_ambiguous`` (the signed string reads them two ways).
+        """
+        url = called_url(request)
+        if not isinstance(document, FormFields) or BODY_HASH in parse_qs(urlparse(url).query):
+            return  # a JSON body is bound by bodySHA256; a raw one is read as a whole
+        integer: dict[str, bool] = {}
+        for location in fields.values():
+            paths = [location.body] if isinstance(location.body, str) else location.body or []
+            for name in paths:
+                integer[name] = integer.get(name, False) or location.format == "int"
+        for name, is_int in integer.items():
+            if document.get(name):
+                check_format(name, document[name], integer=is_int)
+        names = [(n, value_lengths(n, integer=integer[n])) for n in sorted(integer)]
+        found = readings(url + form_parameters(request.body), names)
+        if len(found) > 1:
+            names_read = sorted(integer)
+            a, b = (
+                {
+                    n: v[:40] + ("..." if len(v) > 40 else "")
+                    for n, v in zip(names_read, r, strict=True)
+                }
+                for r in found
+            )
+            raise BadDeliveryError(
+                "field_ambiguous", f"the signed parameters read as {a} and as {b} (a re-cut)"
+            )
 
     def sign(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
