@@ -135,7 +135,7 @@ def decode_public_key(secret: str) -> Ed25519PublicKey:
     ConfigurationError
         Not padded base64 after the prefix, or not 32 bytes.
     """
-    raw = decode_base64(secret.removeprefix(PUBLIC_KEY_PREFIX))
+    raw = decode_base64(secret.removeprefix(PUBLIC_KEY_PREFIX), canonical=False)
     if raw is None or len(raw) != 32:
         raise ConfigurationError("a whpk_ key is base64 of a 32-byte Ed25519 public key")
     return Ed25519PublicKey.from_public_bytes(raw)
@@ -152,7 +152,7 @@ def decode_secret_key(secret: str) -> Ed25519PrivateKey:
     ConfigurationError
         Not base64 of 32 or 64 bytes, or a 64-byte key whose halves disagree.
     """
-    raw = decode_base64(secret.removeprefix(SECRET_KEY_PREFIX))
+    raw = decode_base64(secret.removeprefix(SECRET_KEY_PREFIX), canonical=False)
     if raw is None or len(raw) not in (32, 64):
         raise ConfigurationError("a whsk_ key is base64 of a 32-byte Ed25519 seed")
     key = Ed25519PrivateKey.from_private_bytes(raw[:32])
@@ -178,12 +178,14 @@ def signed_content(msg_id: str, timestamp: str, body: bytes) -> bytes:
 
 def _signatures(value: str) -> tuple[list[bytes], list[bytes]]:
     """The decoded ``v1`` (HMAC) and ``v1a`` (64-byte Ed25519) entries of a signature header;
-    entries of other versions or not in base64 are passed over."""
+    entries of other versions or not in base64 are passed over. Another spelling of the same
+    bytes (unused bits set in the last character) is accepted: the ``standardwebhooks`` and
+    ``svix`` libraries decode each entry (``base64.b64decode``) and compare bytes."""
     symmetric: list[bytes] = []
     asymmetric: list[bytes] = []
     for entry in value.split(" "):
         version, sep, encoded = entry.partition(",")
-        if not sep or (decoded := decode_base64(encoded)) is None:
+        if not sep or (decoded := decode_base64(encoded, canonical=False)) is None:
             continue
         if version == "v1":
             symmetric.append(decoded)
