@@ -47,7 +47,7 @@ RESPELLING_ACCEPTED = {"sendgrid", "standard-webhooks", "clerk", "resend", "post
 #: Providers whose signed request carries a padded base64 value (generic HMAC with
 #: ``encoding = "base64"``).
 BASE64_SIGNED = {
-    "adyen", "clerk", "generic-hmac", "hubspot", "line", "postmark", "resend", "sendgrid",
+    "adyen", "adyen-banking", "clerk", "generic-hmac", "hubspot", "line", "postmark", "resend", "sendgrid",
     "shopify", "square",
     "standard-webhooks", "twilio", "typeform", "x", "zendesk",
 }  # fmt: skip
