@@ -47,9 +47,8 @@ RESPELLING_ACCEPTED = {"sendgrid", "standard-webhooks", "clerk", "resend", "post
 #: Providers whose signed request carries a padded base64 value (generic HMAC with
 #: ``encoding = "base64"``).
 BASE64_SIGNED = {
-    "adyen", "adyen-banking", "clerk", "generic-hmac", "hubspot", "line", "postmark", "resend", "sendgrid",
-    "shopify", "square",
-    "standard-webhooks", "twilio", "typeform", "x", "zendesk",
+    "adyen", "adyen-banking", "clerk", "generic-hmac", "hubspot", "line", "postmark", "resend",
+    "sendgrid", "shopify", "square", "standard-webhooks", "twilio", "typeform", "x", "zendesk",
 }  # fmt: skip
 GENERIC_BASE64 = {
     "header": "X-Signature",
