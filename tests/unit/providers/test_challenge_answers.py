@@ -36,8 +36,11 @@ NOW = 1_700_000_000
 OTHER_SECRET = "another-signing-secret-of-32-chars"
 #: Prefixes a provider may put in front of the body in its signed message, or on its header.
 PREFIXES = ("", "sha256=", "hmacsha256=", "v0=")
-#: Bodies a caller may want signed: none is a JSON object, so every one is a challenge token.
+#: Bodies a caller may want signed: JSON objects (which the challenges refuse to answer), and
+#: others (which they answer, and which no delivery may be).
 BODIES = (
+    b'{"for_user_id":"2244994945","tweet_create_events":[{"id_str":"1"}]}',
+    b' {"type":"ORGANIZATION_SOCIAL_ACTION_NOTIFICATIONS"}',
     b"crc123",
     b"890e4665-4dfe-4ab1-b689-ed553bceeed0",
     b"",
@@ -122,10 +125,10 @@ def test_no_challenge_answer_verifies_a_delivery(
     cls = PROVIDERS[name]
     stored = parse_secret(cls(dict(cls.example_options)).dev_secret_value())
     for options in readings(cls):
-        # Given a source of this provider and body format: it loads only for a format the
-        # provider's deliveries have
+        # Given a source of this provider and body format: it loads only for json, the format
+        # these deliveries have (the separation relies on a JSON object's "{")
         source = Source(name="s", provider=name, options=options, body_format=body_format)
-        if body_format in cls.body_formats:
+        if body_format == "json":
             provider = resolve(source).provider
         else:
             with pytest.raises(ConfigurationError, match="cannot verify"):
@@ -154,7 +157,7 @@ def test_no_challenge_answer_verifies_a_delivery(
             # answers are real signatures, refused only because of what they sign; an empty
             # token is never answered)
             real = provider.sign(body, stored.signing[0], timestamp=NOW, delivery_id="x")
-            assert set(real.values()) & forged_any or not body, (name, options, body)
+            assert set(real.values()) & forged_any or not body or b"{" in body, (name, body)
         assert answered, "the challenge answered no token: nothing was tested"
 
 
