@@ -474,3 +474,8 @@ def test_a_fractional_timestamp_is_fresh_by_its_value(name: str) -> None:
     assert err.value.reason == "timestamp_stale"
     req, secret, _ = family_request(name, f"{now - 300}.5", now - 300)
     assert build_scheme(name).verify(req, [secret], now).timestamp == now - 300
+    # 300.5 s ahead: too new by its value, though its integer part is inside the tolerance
+    req, secret, _ = family_request(name, f"{now + 300}.5", now + 300)
+    with pytest.raises(TimestampError) as err:
+        build_scheme(name).verify(req, [secret], now)
+    assert err.value.reason == "timestamp_future"
