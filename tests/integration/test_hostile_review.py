@@ -106,16 +106,21 @@ def test_linkedin_challenge_does_not_sign_a_body_of_the_callers_choice(
 
 
 @pytest.mark.parametrize(
-    "forged",
+    ("forged", "challenge_status"),
     [
-        compact({"type": "ORGANIZATION_SOCIAL_ACTION_NOTIFICATIONS", "id": uuid.uuid4().hex}),
-        b"",  # the empty body: the code would be "hmacsha256=" alone
+        (
+            compact({"type": "ORGANIZATION_SOCIAL_ACTION_NOTIFICATIONS", "id": uuid.uuid4().hex}),
+            401,
+        ),
+        # the empty body: the code is "hmacsha256=" alone, which holds no "{" and is answered;
+        # its answer is the prefix_in_hmac signature of the empty body, refused as a delivery
+        (b"", 200),
     ],
     ids=["json-body", "empty-body"],
 )
 @pytest.mark.parametrize("prefix", ["hmacsha256=", "HMACSHA256="])
 def test_linkedin_challenge_does_not_sign_a_prefixed_body_of_the_callers_choice(
-    ingest: IngestHarness, forged: bytes, prefix: str
+    ingest: IngestHarness, forged: bytes, challenge_status: int, prefix: str
 ) -> None:
     # Given the prefix_in_hmac reading (accepted by the default "either"): the signed message
     # of a POST is "hmacsha256=" + body, so a challenge code of that shape would be signed
@@ -123,7 +128,9 @@ def test_linkedin_challenge_does_not_sign_a_prefixed_body_of_the_callers_choice(
         "linkedin", "GET", b"", {}, {"challengeCode": prefix + forged.decode()}
     )
     code, answer = status(ingest, challenge)
-    assert (code, answer) == (401, {"status": "rejected", "reason": "handshake_invalid"})
+    assert code == challenge_status
+    if code == 401:
+        assert answer == {"status": "rejected", "reason": "handshake_invalid"}
     # and whatever the answer held, replayed as the POST's signature, is refused
     digest = answer.get("challengeResponse", "") if isinstance(answer, dict) else ""
     post = request_event(

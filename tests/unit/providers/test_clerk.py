@@ -74,3 +74,19 @@ def test_clerk_orders_by_the_object_id_and_the_millisecond_timestamp() -> None:
         NOW * 1000,
     )
     assert json.loads(body)["type"] == event.event_type == "user.updated"
+
+
+def test_a_fractional_svix_timestamp_verifies_as_clerks_own_tests_send_it() -> None:
+    # Clerk's tests send svix-timestamp as JavaScript's (Date.now() / 1000).toString():
+    # milliseconds as a decimal fraction. The Svix libraries sign its integer part.
+    ms = int(time.time() * 1000) // 1000 * 1000 + 437
+    raw = str(ms / 1000)
+    secret = scheme.dev_secret
+    body = b'{"type":"user.created","data":{"id":"user_1"},"timestamp":1}'
+    signed_at = datetime.fromtimestamp(ms / 1000, UTC)
+    signature = SvixWebhook(secret).sign("msg_1", signed_at, body.decode())
+    headers = {"svix-id": "msg_1", "svix-timestamp": raw, "svix-signature": signature}
+    SvixWebhook(secret).verify(body, headers)  # the library accepts it (raises if not)
+    verified = scheme.verify(make_request(headers, body), [secret], ms / 1000)
+    assert (verified.timestamp, verified.delivery_id) == (ms // 1000, "msg_1")
+    assert raw.endswith(".437")

@@ -401,3 +401,98 @@ class TestAsymmetricV1a:
         bad = "whsk_" + base64.b64encode(bytes(range(32)) + bytes(32)).decode()
         with pytest.raises(ConfigurationError, match="public half"):
             decode_secret_key(bad)
+
+
+# -- timestamps as the Svix libraries read them (the whole family) -----------------------------
+
+FAMILY = {"standard-webhooks": "webhook", "clerk": "svix", "resend": "svix"}
+#: Headers both libraries accept for a signature made at ``now`` (they sign the integer part).
+BOTH_ACCEPT = ["{now}", "{now}.5", "{now}.123", "{now}.999999", "{now}.0", "0{now}"]
+#: Headers the Python library's ``float()`` accepts and we refuse, as every provider does (C05):
+#: the JavaScript library (``parseInt``) and a sender never write them.
+LIBRARY_ONLY = [" {now}", "{now} ", "+{now}", "{now}e0", "{now}.5e0", "{now}.1234567", "{now}.0_0"]
+#: Headers both refuse: another second is signed, or no number at all. (``.999999999`` is
+#: the next second to Python's ``float()``, this second to JavaScript's ``parseInt``: fractions
+#: past microseconds are refused, where the libraries disagree.)
+BOTH_REFUSE = ["{later}", "{later}.0", "nan", "inf", "", "{now}abc", "{now}.999999999"]
+
+
+def family_request(name: str, raw: str, now: int) -> tuple[WebhookRequest, str, bytes]:
+    """A delivery of ``name`` the library signed at ``now``, its timestamp header set to ``raw``
+    (the signature is over ``now``); with the secret and body."""
+    p = build_scheme(name)
+    body = b'{"type":"user.updated","data":{"id":"user_1"}}'
+    signature = Webhook(p.dev_secret).sign("msg_1", datetime.fromtimestamp(now, UTC), body.decode())
+    prefix = FAMILY[name]
+    return request(headers("msg_1", raw, signature, prefix=prefix), body), p.dev_secret, body
+
+
+def library_accepts(name: str, req: WebhookRequest, secret: str) -> bool:
+    """Both Python libraries' verdict (svix's for the svix-* family), which must agree."""
+    from svix.webhooks import Webhook as SvixWebhook
+
+    verdicts = []
+    for verify in (
+        lambda: SvixWebhook(secret).verify(req.body, dict(req.headers)),
+        lambda: Webhook(secret).verify(
+            req.body,
+            {k.replace("svix-", "webhook-"): v for k, v in req.headers.items()},
+            json_parse=False,
+        ),
+    ):
+        try:
+            verify()
+        except WebhookVerificationError:
+            verdicts.append(False)
+        else:
+            verdicts.append(True)
+    assert len(set(verdicts)) == 1, (name, req.headers)
+    return verdicts[0]
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+@pytest.mark.parametrize("template", BOTH_ACCEPT)
+def test_a_timestamp_both_libraries_accept_verifies(name: str, template: str) -> None:
+    now = int(time.time())
+    req, secret, _ = family_request(name, template.format(now=now), now)
+    assert library_accepts(name, req, secret)
+    verified = build_scheme(name).verify(req, [secret], now)
+    assert (verified.timestamp, verified.family) == (now, FAMILY[name])
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+@pytest.mark.parametrize("template", LIBRARY_ONLY)
+def test_a_timestamp_only_a_lax_parse_accepts_is_invalid(name: str, template: str) -> None:
+    now = int(time.time())
+    req, secret, _ = family_request(name, template.format(now=now), now)
+    assert library_accepts(name, req, secret)  # the documented difference
+    with pytest.raises(TimestampError) as err:
+        build_scheme(name).verify(req, [secret], now)
+    assert err.value.reason == "timestamp_invalid"
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+@pytest.mark.parametrize("template", BOTH_REFUSE)
+def test_a_timestamp_both_libraries_refuse_is_refused(name: str, template: str) -> None:
+    now = int(time.time())
+    req, secret, _ = family_request(name, template.format(now=now, later=now + 1), now)
+    assert not library_accepts(name, req, secret)
+    with pytest.raises(VerificationError):
+        build_scheme(name).verify(req, [secret], now)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+def test_a_fractional_timestamp_is_fresh_by_its_value(name: str) -> None:
+    # 300.5 s old: the Python library compares the value with its fraction, and so do we
+    now = int(time.time())
+    req, secret, _ = family_request(name, f"{now - 301}.5", now - 301)
+    with pytest.raises(TimestampError) as err:
+        build_scheme(name).verify(req, [secret], now)
+    assert err.value.reason == "timestamp_stale"
+    req, secret, _ = family_request(name, f"{now - 300}.5", now - 300)
+    assert build_scheme(name).verify(req, [secret], now).timestamp == now - 300
+    # 300.5 s ahead: too new by its value, though its integer part is inside the tolerance
+    req, secret, _ = family_request(name, f"{now + 300}.5", now + 300)
+    with pytest.raises(TimestampError) as err:
+        build_scheme(name).verify(req, [secret], now)
+    assert err.value.reason == "timestamp_future"

@@ -26,7 +26,7 @@ of ``additionalData``, the envelope's ``live`` flag, and every header: a capture
 resent with those changed and still verifies (the body-consistency check counts one id arriving
 with two bodies). There is no timestamp. No ordering fields by default (``eventDate`` is
 unsigned). Banking and Management API webhooks sign the raw body in an ``HmacSignature`` header
-instead: not this provider.
+instead: provider ``adyen-banking`` (:mod:`webhook_pipeline.providers.adyen_banking`).
 """
 
 from __future__ import annotations
@@ -159,12 +159,32 @@ def item_signature(item: dict[str, Any]) -> bytes:
     return digest
 
 
-def _key(secret: str) -> bytes:
+def hmac_key(secret: str) -> bytes:
+    """The key bytes of an HMAC key as the Customer Area shows it (hex, decoded), as
+    ``Adyen.util`` uses it (``binascii.a2b_hex``)."""
     return binascii.unhexlify(secret)
 
 
+def validate_hmac_key(secret: str) -> None:
+    """An HMAC key as the Customer Area shows it: hex, 32 bytes or more (64 hex digits).
+
+    Raises
+    ------
+    ConfigurationError
+        Empty, not hex, an odd number of digits, or shorter than 32 bytes.
+    """
+    if not secret:
+        raise ConfigurationError("the secret is empty")
+    try:
+        key = hmac_key(secret)
+    except (binascii.Error, ValueError):
+        raise ConfigurationError("the Adyen HMAC key is not hex") from None
+    if len(key) < 32:
+        raise ConfigurationError("the Adyen HMAC key is shorter than 32 bytes (64 hex)")
+
+
 def _matching_key(secrets: Sequence[str], signed: bytes, digest: bytes) -> int:
-    return match_secrets(secrets, lambda secret: hmac_digest(_key(secret), signed), [digest])
+    return match_secrets(secrets, lambda secret: hmac_digest(hmac_key(secret), signed), [digest])
 
 
 @register
@@ -214,20 +234,8 @@ class Adyen(InlineCredentialProvider):
     )
 
     def validate_secret(self, secret: str) -> None:
-        """An HMAC key as the Customer Area shows it: hex, 32 bytes or more (64 hex digits).
-
-        Raises
-        ------
-        ConfigurationError
-            Not hex, an odd number of digits, or shorter than 32 bytes.
-        """
-        super().validate_secret(secret)
-        try:
-            key = _key(secret)
-        except (binascii.Error, ValueError):
-            raise ConfigurationError("the Adyen HMAC key is not hex") from None
-        if len(key) < 32:
-            raise ConfigurationError("the Adyen HMAC key is shorter than 32 bytes (64 hex)")
+        """An HMAC key as the Customer Area shows it (:func:`validate_hmac_key`)."""
+        validate_hmac_key(secret)
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify every item of a notification (``now`` is unused: nothing is timestamped).
@@ -263,7 +271,7 @@ class Adyen(InlineCredentialProvider):
         except VerificationError:
             return samples.SignedRequest({}, body, url)
         for item in items:
-            digest = hmac_digest(_key(secret), signing_string(item))
+            digest = hmac_digest(hmac_key(secret), signing_string(item))
             additional = item.setdefault("additionalData", {})
             additional["hmacSignature"] = base64.b64encode(digest).decode("ascii")
         document[ITEMS] = [{ITEM: item} for item in items]

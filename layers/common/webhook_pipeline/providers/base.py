@@ -139,6 +139,9 @@ class Provider(ABC):
     timestamp_header: str | None = None
     #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
     timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"
+    #: The signed timestamp may carry a decimal fraction, read as its integer part (the Standard
+    #: Webhooks family, as the Svix libraries read it); otherwise a plain integer only.
+    timestamp_fraction: ClassVar[bool] = False
     #: The signature covers the URL the sender called (``request.public_url``): a mismatch is
     #: logged with the URL reconstructed, so an operator can see a proxy rewrote it.
     signs_url: ClassVar[bool] = False

@@ -5,7 +5,6 @@ query value (:class:`HmacQueryChallenge`: LinkedIn ``challengeCode``, X ``crc_to
 
 from __future__ import annotations
 
-import json
 from abc import abstractmethod
 from typing import Any, ClassVar
 from urllib.parse import parse_qs
@@ -37,12 +36,9 @@ def query_value(request: WebhookRequest, name: str) -> str | None:
     return request.query.get(name)
 
 
-def _parses_as_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
+#: The byte every delivery of a provider with an :class:`HmacQueryChallenge` holds and no token
+#: it answers does: their deliveries are JSON objects (``{``), their tokens random strings.
+OBJECT_OPEN = b"{"
 
 
 class HmacQueryChallenge(Handshake):
@@ -51,24 +47,30 @@ class HmacQueryChallenge(Handshake):
     unsigned: the answer itself proves the endpoint holds the secret. The provider's only GET,
     so a GET without the parameter is 401 ``handshake_invalid`` rather than 405.
 
-    The answer is the same HMAC, under the same key, as a delivery's signature of its body (X,
-    LinkedIn), so anyone may ask for it: a token that could be a delivery body would make this a
-    signing oracle. Their delivery bodies are JSON, so a token that parses as JSON (an object, an
-    array, but also a number or a string) is refused; the tokens these providers send are random
-    strings that do not. A provider whose signed message is the body with a prefix (LinkedIn's
-    ``prefix_in_hmac`` reading signs ``"hmacsha256=" + body``) names that prefix in
-    :attr:`signed_prefixes`, and a token starting with it (in any case) is refused as well:
-    otherwise ``hmacsha256=`` plus a body of the caller's choice, the empty body included,
-    would be signed."""
+    The answer is the same HMAC, under the same key, as a delivery's signature (X signs the
+    body, LinkedIn the body or ``"hmacsha256=" + body``), and anyone may ask for it: answered
+    for a token that is a delivery's signed message, it would be a signing oracle. The provider
+    cannot be asked to answer otherwise, so the two uses are kept apart on what is accepted, by
+    one predicate (:meth:`answerable`): a message without ``{``. The challenge answers only
+    tokens that are such messages; the provider's verifier refuses (401 ``signature_invalid``,
+    :func:`~webhook_pipeline.providers.model.refuse_challenge_message`) a delivery whose signed
+    message is one, before comparing digests. Every delivery these providers send is a JSON
+    object, so its signed message holds ``{`` whatever the prefix; the tokens they send (X: a
+    random base64 string, LinkedIn: a UUID) hold none. Nothing a challenge answers can verify a
+    delivery, whatever the body and the source's body format (and these providers accept the
+    ``json`` format only, :attr:`Provider.body_formats`)."""
 
     method = "GET"
     signed = False
     parameter: ClassVar[str]
-    #: Prefixes the provider's deliveries are signed with in front of the body.
-    signed_prefixes: ClassVar[tuple[str, ...]] = ()
 
     def matches(self, request: WebhookRequest) -> bool:
         return request.method == "GET"
+
+    def answerable(self, message: bytes) -> bool:
+        """A message without ``{``: the only ones this challenge answers an HMAC of, and the
+        ones a delivery's signed message may never be."""
+        return OBJECT_OPEN not in message
 
     @abstractmethod
     def body(self, token: str, digest: bytes) -> dict[str, Any]:
@@ -80,18 +82,16 @@ class HmacQueryChallenge(Handshake):
         Raises
         ------
         VerificationError
-            ``handshake_invalid``: no token, an empty one, one over 1,024 characters, or one that
-            could be the signed message of a delivery (a JSON body, or one of
-            :attr:`signed_prefixes` followed by anything): it would be signed like one.
+            ``handshake_invalid``: no token, an empty one, one over 1,024 characters, or one
+            that is not :meth:`answerable` (it holds ``{``, as a delivery's signed message
+            does).
         """
         token = query_value(request, self.parameter)
         if not token or len(token) > MAX_CHALLENGE_CHARS or not secret.signing:
             raise VerificationError("handshake_invalid", f"no usable {self.parameter}")
-        folded = token.casefold()
-        if _parses_as_json(token) or any(
-            folded.startswith(p.casefold()) for p in self.signed_prefixes
-        ):
+        message = token.encode("utf-8")
+        if not self.answerable(message):
             raise VerificationError(
                 "handshake_invalid", f"{self.parameter} could be a delivery body: not signed"
             )
-        return Answer(200, self.body(token, utf8_hmac(secret.signing[0], token.encode("utf-8"))))
+        return Answer(200, self.body(token, utf8_hmac(secret.signing[0], message)))

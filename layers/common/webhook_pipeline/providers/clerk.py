@@ -7,6 +7,12 @@ Source: Clerk "Webhooks overview" and "Sync Clerk data to your app with webhooks
 (:class:`~webhook_pipeline.providers.standard_webhooks.StandardWebhooks`): the signed ``svix-id``
 is the delivery id, and an unsigned ``webhook-id`` next to it is a ``signature_mismatch``.
 
+Timestamp: ``svix-timestamp`` is Unix seconds, and may carry a decimal fraction (Clerk's own
+tests send JavaScript's ``(Date.now() / 1000).toString()``, ``1700000000.437``): as the Svix
+libraries do (``standardwebhooks`` ``float()`` then ``floor``, ``svix`` JavaScript
+``parseInt``), the signed content holds its integer part and the freshness check its value
+(:func:`~webhook_pipeline.providers.standard_webhooks.read_timestamp`, up to 6 fraction digits).
+
 Ordering: Clerk events carry the whole object after the change (``data``) and a ``timestamp`` in
 **milliseconds**; the resource is ``data.id`` (``user_...``, ``sess_...``, ``org_...``).
 """

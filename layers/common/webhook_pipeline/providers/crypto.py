@@ -149,14 +149,26 @@ def decode_hex(value: str, *, uppercase: bool = False) -> bytes | None:
     return bytes.fromhex(value)
 
 
-def decode_base64(value: str) -> bytes | None:
-    """Decode standard, padded base64, or return ``None`` when it is not strictly that."""
+def decode_base64(value: str, *, canonical: bool = True) -> bytes | None:
+    """Decode standard, padded base64, or return ``None`` when it is not strictly that.
+
+    Strictly means also the canonical spelling (``canonical``, the default): the unused low
+    bits of the last character before ``=`` are zero, so the bytes have one spelling only
+    (``...fp4=`` and ``...fp5=`` decode alike; only the encoder's own is accepted). A
+    provider's SDK that compares the encoded strings (Adyen, Twilio, Square, LINE, HubSpot)
+    refuses every other spelling, and so do we. ``canonical=False`` accepts them, for an SDK
+    that decodes before comparing (SendGrid's, the ``standardwebhooks`` library's) and for
+    keys and credentials, which are not signatures.
+    """
     if len(value) % 4 or not _BASE64.fullmatch(value):
         return None
     try:
-        return base64.b64decode(value, validate=True)
+        decoded = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
         return None
+    if canonical and base64.b64encode(decoded).decode("ascii") != value:
+        return None
+    return decoded
 
 
 def hmac_digest(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:

@@ -31,7 +31,15 @@ from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.challenges import HmacQueryChallenge
 from webhook_pipeline.providers.crypto import decode_hex, signature_header
-from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
+from webhook_pipeline.providers.model import (
+    DAY,
+    Defaults,
+    LazyVectors,
+    Signs,
+    Verified,
+    refuse_challenge_message,
+    samples,
+)
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 from webhook_pipeline.secrets import SourceSecret
@@ -47,8 +55,6 @@ class ChallengeCode(HmacQueryChallenge):
 
     name = "challengeCode"
     parameter = "challengeCode"
-    # prefix_in_hmac signs "hmacsha256=" + body: a code starting with it would sign a body
-    signed_prefixes = (PREFIX,)
 
     def body(self, token: str, digest: bytes) -> dict[str, Any]:
         return {"challengeCode": token, "challengeResponse": digest.hex()}
@@ -83,6 +89,9 @@ class LinkedIn(Provider):
         "none; UNVERIFIED): one day"
     )
     handshakes = (ChallengeCode(),)
+    # LinkedIn's notifications are JSON objects: a form or raw source makes no sense (and the
+    # challenge's separation relies on a JSON object's "{").
+    body_formats = frozenset({"json"})
     option_names = frozenset({"signature_reading"})
     example_options: ClassVar[Mapping[str, Any]] = {"signature_reading": "either"}
     signature_header = HEADER
@@ -139,7 +148,8 @@ class LinkedIn(Provider):
         ------
         VerificationError
             ``signature_missing``; ``signature_malformed`` (not hex, or a shape the configured
-            reading does not allow); ``signature_invalid`` (no secret matches).
+            reading does not allow); ``signature_invalid`` (no secret matches, or the signed
+            message is one the unsigned ``challengeCode`` answers).
         """
         value = signature_header(request, HEADER)
         on_header = value.startswith(PREFIX)
@@ -150,6 +160,7 @@ class LinkedIn(Provider):
                 "signature_malformed", f"{HEADER} is not the {self.reading} reading's <hex>"
             )
         message = request.body if on_header else PREFIX.encode("ascii") + request.body
+        refuse_challenge_message(self.handshakes, message)
         index = match_utf8_hmac(secrets, message, [digest])
         return Verified(secret_index=index, family=reading)
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
+from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.secrets import SourceSecret
@@ -204,10 +205,37 @@ class Handshake(ABC):
             The challenge is malformed or its token does not match (401).
         """
 
+    def answerable(self, message: bytes) -> bool:
+        """Whether this handshake, unsigned, answers with a keyed digest of ``message`` (the
+        bytes it puts in its HMAC). ``False`` for every message (the default) when the answer
+        is not keyed or the challenge is signed like a delivery; :func:`refuse_challenge_message`
+        refuses a delivery whose signed message is one this returns ``True`` for."""
+        return False
+
     @abstractmethod
     def sample(self, secret: SourceSecret) -> samples.HandshakeSample:
         """A challenge as the provider sends it (unsigned: signed challenges are signed with
         :meth:`Provider.sign` by the caller), for ``events/`` and tests."""
+
+
+def refuse_challenge_message(handshakes: Sequence[Handshake], message: bytes) -> None:
+    """Refuse a delivery whose signed ``message`` (the exact bytes its HMAC covers) is one an
+    unsigned handshake of its provider answers (:meth:`Handshake.answerable`): anyone may ask
+    for that answer, so it proves nothing. Called by a verifier before it compares digests, so
+    the messages a challenge answers and the messages a delivery verifies with are disjoint by
+    one predicate, whatever the source's body format.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_invalid``: the message is one a challenge answers.
+    """
+    for handshake in handshakes:
+        if not handshake.signed and handshake.answerable(message):
+            raise VerificationError(
+                "signature_invalid",
+                f"the signed message is one the unsigned {handshake.name} challenge answers",
+            )
 
 
 class LazyVectors(Sequence["samples.Vector"]):

@@ -53,7 +53,9 @@ def basic_credentials(value: str) -> bytes:
         ``signature_malformed``: another scheme, or a credential that is not padded base64.
     """
     scheme, _, credential = value.partition(" ")
-    decoded = decode_base64(credential.strip(" ")) if scheme.lower() == "basic" else None
+    # A credential, not a signature: any spelling of its bytes, as HTTP servers decode it.
+    encoded = credential.strip(" ")
+    decoded = decode_base64(encoded, canonical=False) if scheme.lower() == "basic" else None
     if decoded is None:
         raise VerificationError("signature_malformed", f"{HEADER} is not Basic <base64>")
     return decoded

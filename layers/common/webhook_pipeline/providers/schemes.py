@@ -38,7 +38,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
-from webhook_pipeline.providers.model import Verified
+from webhook_pipeline.providers.model import Verified, refuse_challenge_message
 
 Encoding = Literal["hex", "base64"]
 
@@ -158,6 +158,7 @@ class BodyHmacProvider(Provider):
         digest = header_digest(request, header, prefix=prefix, encoding=encoding)
         if size is not None and len(digest) != size:
             raise VerificationError("signature_malformed", f"{header} is not a {size}-byte digest")
+        refuse_challenge_message(self.handshakes, request.body)
         return Verified(secret_index=match_utf8_hmac(secrets, request.body, [digest]))
 
     def sign(

@@ -28,13 +28,14 @@ import base64
 import binascii
 import dataclasses
 import functools
+import re
 from collections.abc import Mapping, Sequence
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from webhook_pipeline.errors import ConfigurationError, VerificationError
+from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
@@ -43,7 +44,6 @@ from webhook_pipeline.providers.crypto import (
     decode_base64,
     hmac_digest,
     signature_header,
-    timestamp_header,
 )
 from webhook_pipeline.providers.model import (
     HOUR,
@@ -135,7 +135,7 @@ def decode_public_key(secret: str) -> Ed25519PublicKey:
     ConfigurationError
         Not padded base64 after the prefix, or not 32 bytes.
     """
-    raw = decode_base64(secret.removeprefix(PUBLIC_KEY_PREFIX))
+    raw = decode_base64(secret.removeprefix(PUBLIC_KEY_PREFIX), canonical=False)
     if raw is None or len(raw) != 32:
         raise ConfigurationError("a whpk_ key is base64 of a 32-byte Ed25519 public key")
     return Ed25519PublicKey.from_public_bytes(raw)
@@ -152,7 +152,7 @@ def decode_secret_key(secret: str) -> Ed25519PrivateKey:
     ConfigurationError
         Not base64 of 32 or 64 bytes, or a 64-byte key whose halves disagree.
     """
-    raw = decode_base64(secret.removeprefix(SECRET_KEY_PREFIX))
+    raw = decode_base64(secret.removeprefix(SECRET_KEY_PREFIX), canonical=False)
     if raw is None or len(raw) not in (32, 64):
         raise ConfigurationError("a whsk_ key is base64 of a 32-byte Ed25519 seed")
     key = Ed25519PrivateKey.from_private_bytes(raw[:32])
@@ -171,6 +171,43 @@ def public_key_of(secret_key: str) -> str:
     return PUBLIC_KEY_PREFIX + base64.b64encode(raw).decode("ascii")
 
 
+#: A timestamp as both Svix libraries read it: Unix seconds, with an optional decimal fraction
+#: of up to 6 digits.
+_TIMESTAMP = re.compile(r"([0-9]{1,19})(?:\.[0-9]{1,6})?")
+
+
+def read_timestamp(raw: str | None) -> tuple[str, float]:
+    """The seconds a sender signs for a timestamp header ``raw``, and its value.
+
+    Follows the ``standardwebhooks`` / ``svix`` libraries: Python's reads the header with
+    ``float()`` and signs ``str(floor(value))``, the JavaScript one (``@clerk/backend`` and
+    Svix's own) with ``parseInt`` and signs that integer. A header with a decimal fraction
+    (``1700000000.123``, as Clerk's own tests send) is therefore accepted, and the signed
+    content holds its integer part written without leading zeros (``1700000000``). What only
+    a lax parse accepts (spaces, a sign, an exponent, ``_``, ``nan``, anything after the
+    number) is refused, as for every provider (case C05), and so are fractions finer than a
+    microsecond, where the two libraries disagree (``float("<seconds>.999999999")`` rounds up to the
+    next second, ``parseInt`` does not).
+
+    Returns
+    -------
+    tuple[str, float]
+        The integer part as signed (``"1700000000"``), and the value in seconds (with the
+        fraction, for the freshness check).
+
+    Raises
+    ------
+    TimestampError
+        ``timestamp_missing`` (absent or empty), ``timestamp_invalid`` (another shape).
+    """
+    if raw is None or raw == "":
+        raise TimestampError("timestamp_missing")
+    match = _TIMESTAMP.fullmatch(raw) if raw.isascii() else None
+    if match is None:
+        raise TimestampError("timestamp_invalid", "not Unix seconds")
+    return str(int(match.group(1))), float(raw)
+
+
 def signed_content(msg_id: str, timestamp: str, body: bytes) -> bytes:
     """The bytes a Standard Webhooks sender signs: ``{id}.{timestamp}.{body}``."""
     return msg_id.encode("ascii") + b"." + timestamp.encode("ascii") + b"." + body
@@ -178,12 +215,14 @@ def signed_content(msg_id: str, timestamp: str, body: bytes) -> bytes:
 
 def _signatures(value: str) -> tuple[list[bytes], list[bytes]]:
     """The decoded ``v1`` (HMAC) and ``v1a`` (64-byte Ed25519) entries of a signature header;
-    entries of other versions or not in base64 are passed over."""
+    entries of other versions or not in base64 are passed over. Another spelling of the same
+    bytes (unused bits set in the last character) is accepted: the ``standardwebhooks`` and
+    ``svix`` libraries decode each entry (``base64.b64decode``) and compare bytes."""
     symmetric: list[bytes] = []
     asymmetric: list[bytes] = []
     for entry in value.split(" "):
         version, sep, encoded = entry.partition(",")
-        if not sep or (decoded := decode_base64(encoded)) is None:
+        if not sep or (decoded := decode_base64(encoded, canonical=False)) is None:
             continue
         if version == "v1":
             symmetric.append(decoded)
@@ -232,10 +271,12 @@ class StandardWebhooks(Provider):
     ``webhook-signature: v1,<base64> [v1a,<base64> ...]`` (space-separated; unknown versions
     are ignored). ``svix-id`` / ``svix-timestamp`` / ``svix-signature`` are read instead when no
     ``webhook-signature`` is present.
-    Signed bytes: ``{id}.{timestamp}.{body}`` (id and timestamp exactly as sent, raw body).
+    Signed bytes: ``{id}.{timestamp}.{body}`` (the id exactly as sent, the timestamp's integer
+    part as :func:`read_timestamp` gives it, the raw body).
     ``v1``: HMAC-SHA256, standard base64; key: the base64 part of ``whsec_<base64>`` decoded.
     ``v1a``: Ed25519 (64-byte signature, standard base64); key: ``whpk_<base64 of 32 bytes>``.
-    Timestamp: Unix **seconds**, a plain integer; tolerance 300 s by default, both directions.
+    Timestamp: Unix **seconds**, an integer with an optional decimal fraction (as the Svix
+    libraries read it; :func:`read_timestamp`); tolerance 300 s by default, both directions.
     """
 
     name = "standard-webhooks"
@@ -263,6 +304,7 @@ class StandardWebhooks(Provider):
     stop_statuses = frozenset({410})
     signature_header = "webhook-signature"
     timestamp_header = "webhook-timestamp"
+    timestamp_fraction = True
     dev_secret = "whsec_" + base64.b64encode(b"dev-standard-webhooks-secret-32b").decode()
     vectors = LazyVectors(
         lambda: (
@@ -323,8 +365,8 @@ class StandardWebhooks(Provider):
             ``signature_mismatch`` (the other family's id or timestamp header is present with a
             different value).
         TimestampError
-            ``timestamp_missing``, ``timestamp_invalid`` (not a plain integer),
-            ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance).
+            ``timestamp_missing``, ``timestamp_invalid`` (not Unix seconds with an optional
+            fraction), ``timestamp_stale`` / ``timestamp_future`` (outside the tolerance).
         ConfigurationError
             No secret, or an empty one.
         """
@@ -335,7 +377,8 @@ class StandardWebhooks(Provider):
         msg_id = request.header(id_header)
         if not msg_id or not msg_id.isascii():
             raise VerificationError("signature_malformed", f"{id_header} missing or not ASCII")
-        raw_ts, timestamp = timestamp_header(request, ts_header)
+        raw_ts = request.header(ts_header)
+        seconds, timestamp = read_timestamp(raw_ts)
         symmetric, asymmetric = _signatures(value)
         if not secrets or any(not s for s in secrets):
             raise ConfigurationError("signature verification needs at least one non-empty secret")
@@ -345,7 +388,7 @@ class StandardWebhooks(Provider):
             raise VerificationError(
                 "signature_malformed", f"{sig_header} has no base64 {wanted} entry"
             )
-        signed = signed_content(msg_id, raw_ts, request.body)
+        signed = signed_content(msg_id, seconds, request.body)
         index = _match(secrets, signed, symmetric, asymmetric)
         for _, other_id, other_ts, _ in FAMILIES:
             for other, ours in ((other_id, msg_id), (other_ts, raw_ts)):
@@ -357,7 +400,7 @@ class StandardWebhooks(Provider):
         self.check_fresh(timestamp, now)
         return Verified(
             secret_index=index,
-            timestamp=timestamp,
+            timestamp=int(seconds),
             delivery_id=msg_id,
             signed_headers=frozenset({id_header, ts_header}),
             family=family,

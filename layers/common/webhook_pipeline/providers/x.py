@@ -70,6 +70,9 @@ class X(BodyHmacProvider):
         "replay API; providers-wave2 section 17: not found): one day"
     )
     handshakes = (CrcChallenge(),)
+    # X's activity events are JSON objects: a form or raw source makes no sense (and the CRC's
+    # separation relies on a JSON object's "{").
+    body_formats = frozenset({"json"})
     signature_header = HEADER
     hmac_prefix = PREFIX
     hmac_encoding = "base64"
