@@ -35,10 +35,17 @@ from webhook_pipeline.observability import (
 from webhook_pipeline.process.model import Message, Outcome, RecordResult
 from webhook_pipeline.process.service import ProcessorService
 from webhook_pipeline.settings import ProcessorSettings
+from webhook_pipeline.sources import source_providers
 
 # Cold start: invalid configuration or an unimportable HOOKS_MODULE fails the init loudly.
 settings = ProcessorSettings.load()
 load_hooks_module(settings.hooks_module)
+if registry.has_provider_hooks:  # which source is which provider's: from the sources file
+    registry.use_sources(
+        source_providers(settings.sources_file, catalogue=settings.sources_catalogue)
+    )
+    if unused := registry.providers_without_source():
+        logger.warning("hooks registered for providers no source uses", extra={"providers": unused})
 
 # Never raise on an all-failed batch: the response always has the partial-failure shape.
 batch_processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -225,7 +225,13 @@ class ProcessorSettings(AwsClientSettings):
         ``MAX_WORKERS`` (1..64, default 10): threads writing the records of one batch.
     hooks_module : str | None
         ``HOOKS_MODULE``: dotted name of a module that registers user hooks on import
-        (see :mod:`webhook_pipeline.hooks`); unset means no hooks.
+        (see :mod:`webhook_pipeline.hooks`); unset means no hooks. The template's
+        ``HooksModule`` parameter.
+    sources_file : Path | None
+        ``SOURCES_FILE``: as the ingest function's; read only when a hook is registered by
+        provider (which source is which provider's).
+    sources_catalogue : bool
+        ``SOURCES_CATALOGUE``: as the ingest function's (local development only).
     """
 
     table_name: str = Field(min_length=3, max_length=255)
@@ -233,6 +239,8 @@ class ProcessorSettings(AwsClientSettings):
     delivery_retention_days: int = Field(default=30, ge=1, le=3650)
     max_workers: int = Field(default=10, ge=1, le=64)
     hooks_module: str | None = None
+    sources_file: Path | None = None
+    sources_catalogue: bool = False
 
     def botocore_config(self, max_pool_connections: int = 0) -> Config:
         """As :meth:`AwsClientSettings.botocore_config`, with a connection pool at least as large

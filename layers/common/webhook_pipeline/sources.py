@@ -324,20 +324,39 @@ def load_sources(
         File missing, not TOML, or invalid (see :func:`parse_sources` and :func:`resolve`).
     """
     load_provider_modules(provider_modules)
+    return {name: resolve(source) for name, source in _defined(path, catalogue).items()}
+
+
+def source_providers(path: str | Path | None = None, *, catalogue: bool = False) -> dict[str, str]:
+    """Source name -> provider name, as :func:`load_sources` serves them, without building the
+    providers (the processor's hooks registered by provider need only this).
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`load_sources` for the file; a provider is not checked to exist here.
+    """
+    return {name: source.provider for name, source in _defined(path, catalogue).items()}
+
+
+def _defined(path: str | Path | None, catalogue: bool) -> dict[str, Source]:
+    """The file's sources and, with ``catalogue``, one per provider no source of it uses."""
+    defined = parse_sources(_read(path))
+    if catalogue:
+        used = {s.provider for s in defined.values()}
+        for name, cls in all_providers().items():
+            if name not in used and name not in defined:
+                defined[name] = Source(name=name, provider=name, options=dict(cls.example_options))
+    return defined
+
+
+def _read(path: str | Path | None) -> dict[str, Any]:
+    """The parsed TOML sources file at ``path`` (default: next to the package)."""
     file = Path(path) if path else DEFAULT_SOURCES_FILE
     try:
         with file.open("rb") as fh:
-            data = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError as exc:
         raise ConfigurationError(f"sources file not found: {file}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"sources file {file} is not valid TOML: {exc}") from exc
-    sources = {name: resolve(source) for name, source in parse_sources(data).items()}
-    if catalogue:
-        used = {s.provider.name for s in sources.values()}
-        for name, cls in all_providers().items():
-            if name not in used and name not in sources:
-                sources[name] = resolve(
-                    Source(name=name, provider=name, options=dict(cls.example_options))
-                )
-    return sources
