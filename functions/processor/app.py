@@ -35,12 +35,15 @@ from webhook_pipeline.observability import (
 from webhook_pipeline.process.model import Message, Outcome, RecordResult
 from webhook_pipeline.process.service import ProcessorService
 from webhook_pipeline.settings import ProcessorSettings
-from webhook_pipeline.sources import source_providers
 
 # Cold start: invalid configuration or an unimportable HOOKS_MODULE fails the init loudly.
 settings = ProcessorSettings.load()
 load_hooks_module(settings.hooks_module)
-if registry.has_provider_hooks:  # which source is which provider's: from the sources file
+if registry.has_provider_hooks:
+    # Which source is which provider's, from the sources file; imported only then (the sources
+    # module brings the provider registry, which a processor without provider hooks never needs).
+    from webhook_pipeline.sources import source_providers
+
     registry.use_sources(
         source_providers(settings.sources_file, catalogue=settings.sources_catalogue)
     )
