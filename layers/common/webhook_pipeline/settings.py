@@ -132,6 +132,11 @@ class IngestSettings(AwsClientSettings):
     sources_catalogue : bool
         ``SOURCES_CATALOGUE``: also serve every registered provider that no source uses, under
         its own name (local development only; see :func:`webhook_pipeline.sources.load_sources`).
+    local_min_tolerance_seconds : int
+        ``LOCAL_MIN_TOLERANCE_SECONDS`` (seconds, 0..86400, default 0: off): every source whose
+        provider checks a signed timestamp accepts one at least this old. Only with
+        ``SOURCES_CATALOGUE=true`` (local development: ``local run --for-containers`` sets 300,
+        so a container start does not outlast Discord's 15 s).
     provider_modules : str
         Comma-separated dotted names of extra provider modules to import (your own providers).
     redis_key_prefix : str
@@ -163,6 +168,7 @@ class IngestSettings(AwsClientSettings):
     secrets_max_age_seconds: int = Field(default=300, ge=0, le=86_400)
     sources_file: Path | None = None
     sources_catalogue: bool = False
+    local_min_tolerance_seconds: int = Field(default=0, ge=0, le=86_400)
     public_base_url: str = Field(default="", pattern=r"^$|^https?://[^\s]+$")
     provider_modules: str = ""
     redis_key_prefix: str = "whd:"
@@ -182,6 +188,11 @@ class IngestSettings(AwsClientSettings):
     def _consistent(self) -> IngestSettings:
         if self.dedup_ttl_max_seconds <= self.claim_ttl_seconds:
             raise ValueError("DEDUP_TTL_MAX_SECONDS must exceed CLAIM_TTL_SECONDS")
+        if self.local_min_tolerance_seconds and not self.sources_catalogue:
+            raise ValueError(
+                "LOCAL_MIN_TOLERANCE_SECONDS widens every source's replay window: it is for "
+                "the local stack only (SOURCES_CATALOGUE=true)"
+            )
         worst = self.worst_case_seconds()
         if worst * 1000 > self.ingest_time_budget_ms:
             raise ValueError(

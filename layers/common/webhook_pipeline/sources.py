@@ -308,6 +308,7 @@ def load_sources(
     provider_modules: Iterable[str] = (),
     *,
     catalogue: bool = False,
+    min_tolerance_seconds: int = 0,
 ) -> dict[str, ResolvedSource]:
     """Read, validate and resolve the TOML sources file at ``path`` (default: next to the
     package), after importing ``provider_modules`` (your own providers).
@@ -318,13 +319,20 @@ def load_sources(
     and the development secrets cover every provider without a list kept by hand. A deployed
     stack serves only the file's sources.
 
+    With ``min_tolerance_seconds`` (``LOCAL_MIN_TOLERANCE_SECONDS``, local development only),
+    every source whose provider checks a signed timestamp gets a tolerance of at least that many
+    seconds: a ``sam local invoke`` container start outlasts Discord's 15 s.
+
     Raises
     ------
     ConfigurationError
         File missing, not TOML, or invalid (see :func:`parse_sources` and :func:`resolve`).
     """
     load_provider_modules(provider_modules)
-    return {name: resolve(source) for name, source in _defined(path, catalogue).items()}
+    return {
+        name: resolve(_at_least(source, min_tolerance_seconds))
+        for name, source in _defined(path, catalogue).items()
+    }
 
 
 def source_providers(path: str | Path | None = None, *, catalogue: bool = False) -> dict[str, str]:
@@ -348,6 +356,15 @@ def _defined(path: str | Path | None, catalogue: bool) -> dict[str, Source]:
             if name not in used and name not in defined:
                 defined[name] = Source(name=name, provider=name, options=dict(cls.example_options))
     return defined
+
+
+def _at_least(source: Source, seconds: int) -> Source:
+    """``source`` with a tolerance of at least ``seconds`` where its provider checks one."""
+    default = provider_class(source.provider).default_tolerance_seconds
+    tolerance = source.tolerance_seconds or default
+    if not seconds or tolerance is None or tolerance >= seconds:
+        return source
+    return source.model_copy(update={"tolerance_seconds": seconds})
 
 
 def _read(path: str | Path | None) -> dict[str, Any]:
