@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import boto3
 import pytest
+from moto.dynamodb.models import DynamoDBBackend
 from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 from webhook_pipeline.hooks import registry
 
@@ -55,8 +57,23 @@ def connect_any(event):
 
 
 @pytest.fixture
+def atomic_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's DynamoDB operations atomic with respect to each other, as the real service's are
+    (the groups of a batch write concurrently; moto has no locking of its own)."""
+    lock = threading.RLock()
+    for name in ("transact_write_items", "put_item", "update_item", "get_item"):
+        original = getattr(DynamoDBBackend, name)
+
+        def locked(*args: Any, __original: Callable[..., Any] = original, **kwargs: Any) -> Any:
+            with lock:
+                return __original(*args, **kwargs)
+
+        monkeypatch.setattr(DynamoDBBackend, name, locked)
+
+
+@pytest.fixture
 def processor(
-    aws: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    aws: None, atomic_moto: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[[], ModuleType]]:
     """A cold start of functions/processor/app.py with the hooks module and sources file above."""
     create_deliveries_table(boto3.client("dynamodb"), TABLE)
