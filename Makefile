@@ -7,7 +7,7 @@ STAMP_DEV   := $(VENV)/.installed-dev
 
 
 .PHONY: help install install-dev run demo console send chaos chaos-short test redis-server test-unit test-integration test-e2e test-template \
-        test-docker lint format typecheck bench bench-full build validate deploy clean
+        test-docker lint format typecheck bench bench-full readme build validate deploy clean
 
 help:  ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -106,6 +106,9 @@ bench-full: $(STAMP_DEV)  ## every benchmark in full (about 30 minutes): the com
 	@if command -v valgrind >/dev/null 2>&1; then echo "== bench/bench_import.py --instructions"; \
 	  $(PY) bench/bench_import.py --instructions; \
 	 else echo "valgrind not found: bench_import.py --instructions skipped"; fi
+
+readme: $(STAMP_LOCAL)  ## rewrite the README's measured figures from bench/results and the cost model
+	$(PY) -m webhook_pipeline_ops.readme_figures
 
 build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)
 	$(VENV)/bin/sam build

@@ -199,3 +199,4 @@ def _hook_registry_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     from webhook_pipeline.hooks import registry
 
     monkeypatch.setattr(registry, "_hooks", dict(registry._hooks))
+    monkeypatch.setattr(registry, "_providers", dict(registry._providers))

@@ -40,6 +40,7 @@ SOURCES = load_sources(
     settings.sources_file,
     settings.extra_provider_modules(),
     catalogue=settings.sources_catalogue,
+    min_tolerance_seconds=settings.local_min_tolerance_seconds,
 )
 warn_unsigned(SOURCES)
 

@@ -39,6 +39,16 @@ from webhook_pipeline.settings import ProcessorSettings
 # Cold start: invalid configuration or an unimportable HOOKS_MODULE fails the init loudly.
 settings = ProcessorSettings.load()
 load_hooks_module(settings.hooks_module)
+if registry.has_provider_hooks:
+    # Which source is which provider's, from the sources file; imported only then (the sources
+    # module brings the provider registry, which a processor without provider hooks never needs).
+    from webhook_pipeline.sources import source_providers
+
+    registry.use_sources(
+        source_providers(settings.sources_file, catalogue=settings.sources_catalogue)
+    )
+    if unused := registry.providers_without_source():
+        logger.warning("hooks registered for providers no source uses", extra={"providers": unused})
 
 # Never raise on an all-failed batch: the response always has the partial-failure shape.
 batch_processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -1,19 +1,24 @@
-"""User hooks: your code, run by the processor after a delivery is applied.
+"""User hooks: your code, run by the processor after a delivery is applied (docs/hooks.md).
 
-Register one handler per (source, event type), or one for every event type of a source, in a
-module of your own, and name that module in the processor's ``HOOKS_MODULE`` environment variable
-(it must be importable in the function: ship it in ``functions/processor/`` or in a layer)::
+Register one handler per (source, event type) or per (provider, event type), or one for every
+event type of a source or provider, in a module of your own, and name that module in the
+processor's ``HOOKS_MODULE`` environment variable (the template's ``HooksModule`` parameter; it
+must be importable in the function: ship it in ``functions/processor/`` or in a layer)::
 
-    # functions/processor/my_hooks.py      (HOOKS_MODULE=my_hooks)
-    from webhook_pipeline.hooks import HookEvent, hook
+    # functions/processor/my_hooks.py      (HooksModule=my_hooks)
+    from webhook_pipeline import hooks
+    from webhook_pipeline.hooks import HookEvent
 
-    @hook("stripe", "customer.updated")
+    @hooks.on(provider="stripe", event_type="customer.updated")   # every Stripe source
     def customer_updated(event: HookEvent) -> None:
         payload = event.json()
         upsert_customer(payload["data"]["object"], idempotency_key=event.idempotency_key)
 
-    @hook("github")                        # every event type of the github source
+    @hooks.on(source="github")             # every event type of the github source
     def any_github_event(event: HookEvent) -> None: ...
+
+``@hook("github")`` is ``@hooks.on(source="github")``. Which source is which provider's, the
+processor reads from the sources file (``SOURCES_FILE``) at cold start.
 
 Semantics
 ---------
@@ -36,8 +41,10 @@ Semantics
   commit left nothing (its redelivery runs the hook again and commits once), and a second,
   concurrent run commits nothing (its effects are discarded, the first run's stand). Up to 99
   writes, none on the delivery record itself.
-* A specific (source, event type) hook wins over the source's catch-all hook, which wins over
-  a hook registered for every source (``@hook("*")``); at most one hook runs per delivery.
+* At most one hook runs per delivery, the first registered of: (source, event type), the
+  source's catch-all, (provider, event type), the provider's catch-all, the hook for every
+  source (``@hook("*")``). A source's own hook replaces its provider's for that source, even a
+  catch-all against the provider's hook for the exact event type.
   Hooks for one resource run in sequence order within a batch, but a retried hook can run after
   a newer event's hook: compare ``event.sequence`` if order matters to you.
 * Hooks run in the processor's worker threads: keep them thread-safe and well within the
@@ -48,7 +55,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -129,11 +136,23 @@ ANY_SOURCE = "*"
 
 
 class HookRegistry:
-    """Hooks by (source, event type); ``"*"`` as event type matches every event type of the
-    source, ``("*", "*")`` every delivery of every source."""
+    """Hooks by source or by provider, and by event type.
 
-    def __init__(self) -> None:
-        self._hooks: dict[tuple[str, str], Hook] = {}
+    Which hook a delivery of source ``s`` (provider ``p``) and event type ``t`` runs, the first
+    registered of: ``(source s, t)``, ``(source s, "*")``, ``(provider p, t)``,
+    ``(provider p, "*")``, ``(source "*", "*")``. At most one hook runs per delivery: a source's
+    own hook replaces its provider's for that source.
+
+    Parameters
+    ----------
+    providers : Mapping[str, str] | None
+        Source name -> provider name (see :meth:`use_sources`); without it, provider hooks match
+        no delivery.
+    """
+
+    def __init__(self, providers: Mapping[str, str] | None = None) -> None:
+        self._hooks: dict[tuple[str, str, str], Hook] = {}
+        self._providers: dict[str, str] = dict(providers or {})
 
     def register(self, source: str, event_type: str | None, handler: Hook) -> None:
         """Register ``handler`` for ``source`` and ``event_type`` (``None`` or ``"*"``: all).
@@ -144,36 +163,99 @@ class HookRegistry:
             A hook is already registered for the same source and event type, or ``source`` is
             ``"*"`` with a specific event type (a hook for every source takes every event).
         """
-        key = (source, event_type or ANY_EVENT_TYPE)
-        if source == ANY_SOURCE and key[1] != ANY_EVENT_TYPE:
+        if source == ANY_SOURCE and (event_type or ANY_EVENT_TYPE) != ANY_EVENT_TYPE:
             raise ConfigurationError(
                 f"a hook for every source takes every event type, not {event_type!r}"
             )
+        self._add("source", source, event_type, handler)
+
+    def register_provider(self, provider: str, event_type: str | None, handler: Hook) -> None:
+        """Register ``handler`` for every source of ``provider`` (a provider name such as
+        ``"stripe"``) and ``event_type`` (``None`` or ``"*"``: all).
+
+        Raises
+        ------
+        ConfigurationError
+            A hook is already registered for the same provider and event type, or ``provider``
+            is ``"*"`` (a hook for every source is registered by source).
+        """
+        if provider == ANY_SOURCE:
+            raise ConfigurationError('a hook for every source is registered as hook("*")')
+        self._add("provider", provider, event_type, handler)
+
+    def _add(self, kind: str, name: str, event_type: str | None, handler: Hook) -> None:
+        key = (kind, name, event_type or ANY_EVENT_TYPE)
         if key in self._hooks:
-            raise ConfigurationError(f"a hook is already registered for {key}")
+            raise ConfigurationError(f"a hook is already registered for {kind} {key[1:]}")
         self._hooks[key] = handler
 
     def hook(self, source: str, event_type: str | None = None) -> Callable[[Hook], Hook]:
         """Decorator form of :meth:`register`; returns the function unchanged."""
+        return self.on(source=source, event_type=event_type)
+
+    def on(
+        self,
+        *,
+        source: str | None = None,
+        provider: str | None = None,
+        event_type: str | None = None,
+    ) -> Callable[[Hook], Hook]:
+        """Decorator: register the function for one ``source`` or for every source of one
+        ``provider`` (exactly one of the two), and ``event_type`` (``None``: all).
+
+        Raises
+        ------
+        ConfigurationError
+            Neither or both of ``source`` and ``provider``; see :meth:`register` and
+            :meth:`register_provider`.
+        """
+        if (source is None) == (provider is None):
+            raise ConfigurationError("a hook names either source= or provider=")
 
         def decorate(handler: Hook) -> Hook:
-            self.register(source, event_type, handler)
+            if source is not None:
+                self.register(source, event_type, handler)
+            else:
+                assert provider is not None
+                self.register_provider(provider, event_type, handler)
             return handler
 
         return decorate
 
+    def use_sources(self, providers: Mapping[str, str]) -> None:
+        """Tell the registry each source's provider (source name -> provider name), which
+        provider hooks match on (the processor reads it from the sources file at cold start)."""
+        self._providers = dict(providers)
+
+    @property
+    def has_provider_hooks(self) -> bool:
+        """Whether a hook is registered by provider (the processor then reads the sources)."""
+        return any(kind == "provider" for kind, _, _ in self._hooks)
+
+    def providers_without_source(self) -> list[str]:
+        """Providers a hook is registered for that no known source uses (a typo, or a source
+        not configured yet), sorted."""
+        used = set(self._providers.values())
+        named = {name for kind, name, _ in self._hooks if kind == "provider"}
+        return sorted(named - used)
+
     def find(self, source: str, event_type: str | None) -> Hook | None:
-        """The hook for this delivery: exact event type first, then the source's catch-all, then
-        the hook for every source (registered with source ``"*"``)."""
-        if event_type is not None and (found := self._hooks.get((source, event_type))):
-            return found
-        return self._hooks.get((source, ANY_EVENT_TYPE)) or self._hooks.get(
-            (ANY_SOURCE, ANY_EVENT_TYPE)
-        )
+        """The hook for a delivery of ``source`` (see the class for the order), or ``None``."""
+        provider = self._providers.get(source)
+        candidates = [("source", source)]
+        if provider is not None:
+            candidates.append(("provider", provider))
+        for kind, name in candidates:
+            if event_type is not None and (found := self._hooks.get((kind, name, event_type))):
+                return found
+            if found := self._hooks.get((kind, name, ANY_EVENT_TYPE)):
+                return found
+        return self._hooks.get(("source", ANY_SOURCE, ANY_EVENT_TYPE))
 
     def clear(self) -> None:
-        """Forget every hook (tests)."""
+        """Forget every hook and the sources' providers (tests)."""
         self._hooks.clear()
+        self._providers.clear()
 
     def __len__(self) -> int:
         return len(self._hooks)
@@ -183,7 +265,11 @@ registry = HookRegistry()
 """The process-wide registry the processor function uses."""
 
 hook = registry.hook
-"""``@hook(source, event_type=None)``: register a function in :data:`registry`."""
+"""``@hook(source, event_type=None)``: register a function in :data:`registry` for one source."""
+
+on = registry.on
+"""``@on(source=... | provider=..., event_type=None)``: register a function in :data:`registry`
+for one source or for every source of one provider."""
 
 
 def load_hooks_module(name: str | None) -> None:

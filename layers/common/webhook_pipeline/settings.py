@@ -132,6 +132,11 @@ class IngestSettings(AwsClientSettings):
     sources_catalogue : bool
         ``SOURCES_CATALOGUE``: also serve every registered provider that no source uses, under
         its own name (local development only; see :func:`webhook_pipeline.sources.load_sources`).
+    local_min_tolerance_seconds : int
+        ``LOCAL_MIN_TOLERANCE_SECONDS`` (seconds, 0..86400, default 0: off): every source whose
+        provider checks a signed timestamp accepts one at least this old. Only with
+        ``SOURCES_CATALOGUE=true`` (local development: ``local run --for-containers`` sets 300,
+        so a container start does not outlast Discord's 15 s).
     provider_modules : str
         Comma-separated dotted names of extra provider modules to import (your own providers).
     redis_key_prefix : str
@@ -163,6 +168,7 @@ class IngestSettings(AwsClientSettings):
     secrets_max_age_seconds: int = Field(default=300, ge=0, le=86_400)
     sources_file: Path | None = None
     sources_catalogue: bool = False
+    local_min_tolerance_seconds: int = Field(default=0, ge=0, le=86_400)
     public_base_url: str = Field(default="", pattern=r"^$|^https?://[^\s]+$")
     provider_modules: str = ""
     redis_key_prefix: str = "whd:"
@@ -182,6 +188,11 @@ class IngestSettings(AwsClientSettings):
     def _consistent(self) -> IngestSettings:
         if self.dedup_ttl_max_seconds <= self.claim_ttl_seconds:
             raise ValueError("DEDUP_TTL_MAX_SECONDS must exceed CLAIM_TTL_SECONDS")
+        if self.local_min_tolerance_seconds and not self.sources_catalogue:
+            raise ValueError(
+                "LOCAL_MIN_TOLERANCE_SECONDS widens every source's replay window: it is for "
+                "the local stack only (SOURCES_CATALOGUE=true)"
+            )
         worst = self.worst_case_seconds()
         if worst * 1000 > self.ingest_time_budget_ms:
             raise ValueError(
@@ -225,7 +236,13 @@ class ProcessorSettings(AwsClientSettings):
         ``MAX_WORKERS`` (1..64, default 10): threads writing the records of one batch.
     hooks_module : str | None
         ``HOOKS_MODULE``: dotted name of a module that registers user hooks on import
-        (see :mod:`webhook_pipeline.hooks`); unset means no hooks.
+        (see :mod:`webhook_pipeline.hooks`); unset means no hooks. The template's
+        ``HooksModule`` parameter.
+    sources_file : Path | None
+        ``SOURCES_FILE``: as the ingest function's; read only when a hook is registered by
+        provider (which source is which provider's).
+    sources_catalogue : bool
+        ``SOURCES_CATALOGUE``: as the ingest function's (local development only).
     """
 
     table_name: str = Field(min_length=3, max_length=255)
@@ -233,6 +250,8 @@ class ProcessorSettings(AwsClientSettings):
     delivery_retention_days: int = Field(default=30, ge=1, le=3650)
     max_workers: int = Field(default=10, ge=1, le=64)
     hooks_module: str | None = None
+    sources_file: Path | None = None
+    sources_catalogue: bool = False
 
     def botocore_config(self, max_pool_connections: int = 0) -> Config:
         """As :meth:`AwsClientSettings.botocore_config`, with a connection pool at least as large

@@ -308,6 +308,7 @@ def load_sources(
     provider_modules: Iterable[str] = (),
     *,
     catalogue: bool = False,
+    min_tolerance_seconds: int = 0,
 ) -> dict[str, ResolvedSource]:
     """Read, validate and resolve the TOML sources file at ``path`` (default: next to the
     package), after importing ``provider_modules`` (your own providers).
@@ -318,26 +319,61 @@ def load_sources(
     and the development secrets cover every provider without a list kept by hand. A deployed
     stack serves only the file's sources.
 
+    With ``min_tolerance_seconds`` (``LOCAL_MIN_TOLERANCE_SECONDS``, local development only),
+    every source whose provider checks a signed timestamp gets a tolerance of at least that many
+    seconds: a ``sam local invoke`` container start outlasts Discord's 15 s.
+
     Raises
     ------
     ConfigurationError
         File missing, not TOML, or invalid (see :func:`parse_sources` and :func:`resolve`).
     """
     load_provider_modules(provider_modules)
+    return {
+        name: resolve(_at_least(source, min_tolerance_seconds))
+        for name, source in _defined(path, catalogue).items()
+    }
+
+
+def source_providers(path: str | Path | None = None, *, catalogue: bool = False) -> dict[str, str]:
+    """Source name -> provider name, as :func:`load_sources` serves them, without building the
+    providers (the processor's hooks registered by provider need only this).
+
+    Raises
+    ------
+    ConfigurationError
+        As :func:`load_sources` for the file; a provider is not checked to exist here.
+    """
+    return {name: source.provider for name, source in _defined(path, catalogue).items()}
+
+
+def _defined(path: str | Path | None, catalogue: bool) -> dict[str, Source]:
+    """The file's sources and, with ``catalogue``, one per provider no source of it uses."""
+    defined = parse_sources(_read(path))
+    if catalogue:
+        used = {s.provider for s in defined.values()}
+        for name, cls in all_providers().items():
+            if name not in used and name not in defined:
+                defined[name] = Source(name=name, provider=name, options=dict(cls.example_options))
+    return defined
+
+
+def _at_least(source: Source, seconds: int) -> Source:
+    """``source`` with a tolerance of at least ``seconds`` where its provider checks one."""
+    default = provider_class(source.provider).default_tolerance_seconds
+    tolerance = source.tolerance_seconds or default
+    if not seconds or tolerance is None or tolerance >= seconds:
+        return source
+    return source.model_copy(update={"tolerance_seconds": seconds})
+
+
+def _read(path: str | Path | None) -> dict[str, Any]:
+    """The parsed TOML sources file at ``path`` (default: next to the package)."""
     file = Path(path) if path else DEFAULT_SOURCES_FILE
     try:
         with file.open("rb") as fh:
-            data = tomllib.load(fh)
+            return tomllib.load(fh)
     except FileNotFoundError as exc:
         raise ConfigurationError(f"sources file not found: {file}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"sources file {file} is not valid TOML: {exc}") from exc
-    sources = {name: resolve(source) for name, source in parse_sources(data).items()}
-    if catalogue:
-        used = {s.provider.name for s in sources.values()}
-        for name, cls in all_providers().items():
-            if name not in used and name not in sources:
-                sources[name] = resolve(
-                    Source(name=name, provider=name, options=dict(cls.example_options))
-                )
-    return sources

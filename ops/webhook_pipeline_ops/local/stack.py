@@ -85,6 +85,18 @@ _LOOPBACK_URL = re.compile(
 LOCAL_HOOKS_VARIABLE = "WEBHOOK_PIPELINE_LOCAL_HOOKS_MODULE"
 """Names the processor's ``HOOKS_MODULE`` for the local stack (the e2e tests load the ledger)."""
 
+#: The shortest signed-timestamp tolerance (seconds) of the ingest function ``sam local invoke``
+#: runs: one container start outlasts Discord's 15 s (``LOCAL_MIN_TOLERANCE_SECONDS``).
+CONTAINER_MIN_TOLERANCE_SECONDS = 300
+
+
+def container_environment(env: dict[str, str]) -> None:
+    """What ``--for-containers`` changes in a function's resolved environment, in place: where
+    the template declares ``LOCAL_MIN_TOLERANCE_SECONDS``, :data:`CONTAINER_MIN_TOLERANCE_SECONDS`
+    (every signed timestamp accepted for at least that long)."""
+    if "LOCAL_MIN_TOLERANCE_SECONDS" in env:
+        env["LOCAL_MIN_TOLERANCE_SECONDS"] = str(CONTAINER_MIN_TOLERANCE_SECONDS)
+
 
 class StackError(Exception):
     """The local stack cannot start (port in use, bad template, a function fails its init)."""
@@ -516,6 +528,8 @@ class LocalStack:
                 # Serve every provider locally (the simulator, events/ and the dev secrets
                 # cover them all); a deployed stack serves only sources.toml.
                 env["SOURCES_CATALOGUE"] = "true"
+            if opts.for_containers:
+                container_environment(env)
             sources_file = env.get("SOURCES_FILE")
             if (
                 sources_file is not None and not Path(sources_file).is_file()
