@@ -1,6 +1,7 @@
-"""The README's measured figures are what ``make readme`` writes from bench/results, the cost
-model and the provider registry now: a result file, the template or a provider that changes
-without the README fails here (``make readme`` rewrites it)."""
+"""The documents' measured figures are what
+``make readme`` writes from bench/results, the cost model and the provider registry now: a result
+file, the template or a provider that changes without the documents fails here (``make readme``
+rewrites them)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ import re
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops import readme_figures
-from webhook_pipeline_ops.readme_figures import BLOCK, FIGURES, README, blocks, render
+from webhook_pipeline_ops.figures import DOCUMENTS, Document
+from webhook_pipeline_ops.figures.render import BLOCK, blocks, load
 
 pytestmark = pytest.mark.unit
 
-#: Figures that do not come from a result file (the provider registry, the settings).
-NOT_FROM_RESULTS = {"short-tolerances", "secrets-max-age"}
+BY_NAME = {doc.path.name: doc for doc in DOCUMENTS}
 
 
 def block_texts(text: str) -> dict[str, list[str]]:
@@ -26,10 +26,13 @@ def block_texts(text: str) -> dict[str, list[str]]:
     return found
 
 
-def test_the_readme_figures_are_what_the_results_give_now() -> None:
-    text = README.read_text()
-    assert set(blocks(text)) == set(FIGURES), "a figures block is missing or its marker broken"
-    assert render(text) == text, "run `make readme` and commit README.md"
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=lambda d: d.path.name)
+def test_the_figures_are_what_the_results_give_now(doc: Document) -> None:
+    text = doc.path.read_text()
+    assert set(blocks(text)) == set(doc.figures()), (
+        "a figures block is missing or its marker broken"
+    )
+    assert doc.render(text) == text, f"run `make readme` and commit {doc.path.name}"
 
 
 def perturbed(value: Any) -> Any:
@@ -47,37 +50,48 @@ def perturbed(value: Any) -> Any:
     return value
 
 
-@pytest.mark.parametrize("name", sorted(set(FIGURES) - NOT_FROM_RESULTS))
-def test_each_block_is_read_from_its_result_file(name: str) -> None:
-    # Given the README, and results whose numbers all differ from the committed ones
-    text = README.read_text()
+@pytest.mark.parametrize(
+    ("doc", "name"),
+    [
+        (doc, name)
+        for doc in DOCUMENTS
+        for name in sorted(set(doc.figures()) - doc.not_from_results)
+    ],
+    ids=lambda v: v.path.name if isinstance(v, Document) else v,
+)
+def test_each_block_is_read_from_its_result_file(doc: Document, name: str) -> None:
+    # Given a document, and results whose numbers all differ from the committed ones
+    text = doc.path.read_text()
     cache: dict[str, Any] = {}
 
     def other_results(file: str) -> Any:
         if file not in cache:
-            cache[file] = perturbed(readme_figures._load(file))
+            cache[file] = perturbed(load(file))
         return copy.deepcopy(cache[file])
 
-    # When the README is rendered from them, then this block's text changes
+    # When it is rendered from them, then this block's text changes
     before = block_texts(text)[name]
-    after = block_texts(render(text, other_results))[name]
+    after = block_texts(doc.render(text, other_results))[name]
     assert after != before, f"{name} does not depend on its result file"
 
 
-def test_the_cost_figures_are_those_the_cost_command_prints(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def bill(capsys: pytest.CaptureFixture[str], per_month: str) -> dict[str, Any]:
     from webhook_pipeline_ops.cli import main
 
-    def bill(per_month: str) -> dict[str, Any]:
-        assert main(["cost", "--per-month", per_month, "--json"]) == 0
-        doc = json.loads(capsys.readouterr().out)
-        return next(b for b in doc["bills"] if b["variant"] == "as deployed")
+    assert main(["cost", "--per-month", per_month, "--json"]) == 0
+    return {b["variant"]: b for b in json.loads(capsys.readouterr().out)["bills"]}
 
-    small, large = bill("1e6"), bill("1e8")
-    (cost,) = block_texts(README.read_text())["cost"]
-    figures = [float(v.replace(",", "")) for v in re.findall(r"\$([\d,.]+)", cost)]
-    assert figures == [
+
+def dollars(text: str) -> list[float]:
+    return [float(v.replace(",", "")) for v in re.findall(r"\$([\d,]+\.\d\d)", text)]
+
+
+def test_the_readme_cost_figures_are_those_the_cost_command_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    small, large = bill(capsys, "1e6")["as deployed"], bill(capsys, "1e8")["as deployed"]
+    (cost,) = block_texts(BY_NAME["README.md"].path.read_text())["cost"]
+    assert dollars(cost) == [
         round(small["usd_month"], 2),
         round(small["usd_month_fixed"], 2),
         round(large["usd_per_million"], 2),
@@ -87,7 +101,7 @@ def test_the_cost_figures_are_those_the_cost_command_prints(
 def test_the_short_tolerances_are_the_registrys() -> None:
     from webhook_pipeline.providers import all_providers
 
-    (listed,) = block_texts(README.read_text())["short-tolerances"]
+    (listed,) = block_texts(BY_NAME["README.md"].path.read_text())["short-tolerances"]
     named = set(re.findall(r"\(`([a-z0-9-]+)`, (\d+) s\)", listed))
     short = {
         (cls.name, str(cls.default_tolerance_seconds))
