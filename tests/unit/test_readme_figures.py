@@ -1,4 +1,4 @@
-"""The documents' measured figures are what
+"""The documents' measured figures (README.md, docs/cost.md, docs/performance.md) are what
 ``make readme`` writes from bench/results, the cost model and the provider registry now: a result
 file, the template or a provider that changes without the documents fails here (``make readme``
 rewrites them)."""
@@ -96,6 +96,55 @@ def test_the_readme_cost_figures_are_those_the_cost_command_prints(
         round(small["usd_month_fixed"], 2),
         round(large["usd_per_million"], 2),
     ]
+
+
+def test_the_cost_tables_are_those_the_cost_command_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given the cost command's bills at 1, 10 and 100 million webhooks a month
+    volumes = [bill(capsys, n) for n in ("1e6", "1e7", "1e8")]
+    text = BY_NAME["cost.md"].path.read_text()
+    (table,) = block_texts(text)["cost-bill"]
+    (variants,) = block_texts(text)["cost-variants"]
+
+    def row(table: str, label: str) -> list[float]:
+        cells = re.search(re.escape(label) + r"[^|]* \|([^|]*)\|([^|]*)\|([^|]*)\|", table)
+        assert cells, label
+        return [float(c.strip(" *").replace(",", "")) for c in cells.groups()]
+
+    # Then the bill's totals and the variants' totals are the command's, rounded to cents
+    deployed = [v["as deployed"] for v in volumes]
+    assert row(table, "**total a month**") == [round(b["usd_month"], 2) for b in deployed]
+    assert row(table, "of which fixed") == [round(b["usd_month_fixed"], 2) for b in deployed]
+    assert row(table, "**per million webhooks**") == [
+        round(b["usd_per_million"], 2) for b in deployed
+    ]
+    assert row(table, "per additional million") == [
+        round(b["usd_per_additional_million"], 2) for b in deployed
+    ]
+    for variant in volumes[0]:
+        label = variant if variant == "as deployed" else f"`{variant}`"
+        pattern = r"\| " + re.escape(label) + r" \|[^|]*\| ([\d,.]+) \| ([\d,.]+) \| ([\d,.]+) \|"
+        totals = re.search(pattern, variants)
+        assert totals, variant
+        assert [float(t.replace(",", "")) for t in totals.groups()] == [
+            round(v[variant]["usd_month"], 2) for v in volumes
+        ]
+    # and the bill's lines add up to its total in every column (each line rounded to cents)
+    rows = re.findall(r"\| ([A-Z][^|*]*?) \| ([\d,.]+) \| ([\d,.]+) \| ([\d,.]+) \|", table)
+    per_request = [r for r in rows if not r[0].startswith(("of which", "per "))]
+    assert len(per_request) >= 10
+    for column in range(3):
+        lines = sum(float(r[column + 1].replace(",", "")) for r in per_request)
+        assert lines == pytest.approx(deployed[column]["usd_month"], abs=0.01 * len(per_request))
+
+
+def test_the_fixed_figure_of_the_outside_estimate_is_the_bills(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    small = bill(capsys, "1e6")["as deployed"]
+    (left_out,) = block_texts(BY_NAME["cost.md"].path.read_text())["cost-left-out"]
+    assert dollars(left_out)[-1] == round(small["usd_month_fixed"], 2)
 
 
 def test_the_short_tolerances_are_the_registrys() -> None:

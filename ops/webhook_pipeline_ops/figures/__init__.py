@@ -1,6 +1,6 @@
 """The documents' measured figures, written from the committed results so they cannot drift.
 
-Each figure of README.md that comes from a file of
+Each figure of README.md and docs/cost.md that comes from a file of
 ``bench/results/`` or from the cost model (``webhook-pipeline cost``) sits between
 ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``; ``make readme`` rewrites every such
 block from the results and the model as they are now (one module per document builds its
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook_pipeline_ops.figures import readme
+from webhook_pipeline_ops.figures import cost, cost_prose, readme
 from webhook_pipeline_ops.figures.render import ROOT, Results, blocks, load, render
 
 
@@ -48,7 +48,10 @@ class Document:
         return render(text, self.figures(results))
 
 
-DOCUMENTS = (Document(ROOT / "README.md", (readme.figures,), readme.NOT_FROM_RESULTS),)
+DOCUMENTS = (
+    Document(ROOT / "README.md", (readme.figures,), readme.NOT_FROM_RESULTS),
+    Document(ROOT / "docs" / "cost.md", (cost.figures, cost_prose.figures), cost.NOT_FROM_RESULTS),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
