@@ -107,7 +107,7 @@ bench-full: $(STAMP_DEV)  ## every benchmark in full (about 30 minutes): the com
 	  $(PY) bench/bench_import.py --instructions; \
 	 else echo "valgrind not found: bench_import.py --instructions skipped"; fi
 
-readme: $(STAMP_LOCAL)  ## rewrite the measured figures of README.md and docs/cost.md
+readme: $(STAMP_LOCAL)  ## rewrite the measured figures of README.md, docs/cost.md and docs/performance.md
 	$(PY) -m webhook_pipeline_ops.figures
 
 build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)

@@ -1,6 +1,6 @@
 """The documents' measured figures, written from the committed results so they cannot drift.
 
-Each figure of README.md and docs/cost.md that comes from a file of
+Each figure of README.md, docs/cost.md and docs/performance.md that comes from a file of
 ``bench/results/`` or from the cost model (``webhook-pipeline cost``) sits between
 ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``; ``make readme`` rewrites every such
 block from the results and the model as they are now (one module per document builds its
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook_pipeline_ops.figures import cost, cost_prose, readme
+from webhook_pipeline_ops.figures import cost, cost_prose, performance, readme
 from webhook_pipeline_ops.figures.render import ROOT, Results, blocks, load, render
 
 
@@ -51,6 +51,7 @@ class Document:
 DOCUMENTS = (
     Document(ROOT / "README.md", (readme.figures,), readme.NOT_FROM_RESULTS),
     Document(ROOT / "docs" / "cost.md", (cost.figures, cost_prose.figures), cost.NOT_FROM_RESULTS),
+    Document(ROOT / "docs" / "performance.md", (performance.figures,)),
 )
 
 
