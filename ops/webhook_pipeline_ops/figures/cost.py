@@ -60,7 +60,8 @@ class Model:
 
 
 @functools.cache
-def _template() -> Any:
+def template() -> Any:
+    """template.yaml parsed (once a run)."""
     from webhook_pipeline_ops.local.provision import load_template
 
     return load_template(ROOT / "template.yaml")
@@ -80,7 +81,7 @@ def model(results: Results) -> Model:
 
     usage = usage_from(
         results("cost_inputs.json"),
-        _template(),
+        template(),
         count_sources(ROOT / "layers" / "common" / "sources.toml"),
         DYNAMODB_MS,
     )
