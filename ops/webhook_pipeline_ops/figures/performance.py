@@ -191,10 +191,10 @@ def own_import(results: Results) -> str:
 def hot_resource(results: Results) -> dict[str, str]:
     """The hot-resource prose: the retries left to SQS, tried again in place and coalesced."""
     rows = results("hot_resource.json")["results"]
-    hot = [r for r in rows if r["resources"] == 1]
-    once, in_place = hot[0], next(r for r in hot[1:] if not r["group_writes"])
-    grouped = next(r for r in hot if r["group_writes"])
-    spread = {r["transactions"] for r in rows if r["resources"] > 1}
+    hot = [r for r in rows if r["case"].startswith("one resource")]
+    once, in_place = hot[0], next(r for r in hot[1:] if "coalesced" not in r["case"])
+    grouped = next(r for r in hot if "coalesced" in r["case"])
+    spread = {r["transactions"] for r in rows if r not in hot}
     return {
         "perf-hot-retries": f"{once['transaction_conflicts']:,} `TransactionConflict` "
         f"cancellations for {once['events']:,} events",
