@@ -26,6 +26,17 @@ def _per_million(value: float, per_month: float = LARGE) -> str:
     return f"${money(value / per_month * 1e6)}"
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def units(m: Model) -> tuple[int, int]:
+    """Write units of an unordered delivery (one put) and of an ordered one (the transaction)."""
+    u = m.usage
+    transaction = 2 * (write_units(u.delivery_item_bytes) + write_units(u.resource_item_bytes))
+    return write_units(u.unordered_delivery_item_bytes), transaction
+
+
 def _ttl_days(m: Model) -> str:
     return f"{m.usage.dedup_ttl_s / _DAY:.1f} days"
 
@@ -265,9 +276,11 @@ def figures(results: Results) -> dict[str, str]:
     """Every prose block of docs/cost.md by name."""
     m = model(results)
     inputs = results("cost_inputs.json")
+    unordered, transaction = units(m)
     return {
         "cost-measured-from": f"{inputs['deliveries_per_phase']} Stripe and "
-        f"{inputs['deliveries_per_phase']} GitHub deliveries",
+        f"{inputs['deliveries_per_phase']} GitHub deliveries, this "
+        f"{inputs['machine']['cpus']}-core machine",
         "cost-measured": measured_table(results, m),
         "cost-platform-lines": f"{m.usage.platform_log_bytes:.0f} bytes per invocation in the "
         f"text log format, plus {m.usage.xray_log_bytes:.0f} bytes for the XRAY line of a "
@@ -277,5 +290,8 @@ def figures(results: Results) -> dict[str, str]:
         "cost-outside-estimate": outside_estimate(m),
         "cost-left-out": bullets(left_out(m)),
         "cost-no-redis": no_redis(m),
+        "cost-unordered-units": f"{_plural(unordered, 'write unit')} per delivery, not "
+        f"{transaction}",
+        "reduce-units": f"{_plural(unordered, 'unit')} instead of {transaction}",
         **reduce(m),
     }

@@ -62,7 +62,7 @@ def render(text: str, figures: Mapping[str, str]) -> str:
 
 _KEEP = "\x01"  # a space no line may break at (inside a marker, before a unit)
 _ITEM = re.compile(r" *(?:[-*]|\d+\.) +")
-_UNIT = re.compile(r"(?<=\d) (?=(?:s|ms|us|%|bytes|MB|KB)(?:\W|$))")
+_UNIT = re.compile(r"(?<=\d) (?=(?:s|ms|us|%|bytes|MB|KB|write|unit|units)(?:\W|$))")
 
 
 def _wrap(text: str, line: str) -> str:
