@@ -24,7 +24,7 @@ from tests.integration.pipeline_harness import Pipeline, build_pipeline
 
 pytestmark = pytest.mark.integration
 
-#: The bounds of the HTTP contract, in UTF-8 bytes (``webhook_pipeline.fields``).
+#: The bounds of the HTTP contract, in UTF-8 bytes (``webhook_pipeline.bounds``).
 MAX_DELIVERY_ID_BYTES = 256
 MAX_EVENT_TYPE_BYTES = 256
 MAX_RESOURCE_KEY_BYTES = 1024

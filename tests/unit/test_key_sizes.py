@@ -16,9 +16,9 @@ from webhook_pipeline.adapters.dynamodb_items import (
     time_index_key,
     time_index_shard,
 )
+from webhook_pipeline.bounds import MAX_DELIVERY_ID_BYTES, MAX_RESOURCE_KEY_BYTES
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError
-from webhook_pipeline.fields import MAX_DELIVERY_ID_BYTES, MAX_RESOURCE_KEY_BYTES
 
 pytestmark = pytest.mark.unit
 

@@ -14,13 +14,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
-from webhook_pipeline.errors import MalformedEnvelopeError
-from webhook_pipeline.fields import (
+from webhook_pipeline.bounds import (
     MAX_DELIVERY_ID_BYTES,
     MAX_EVENT_TYPE_BYTES,
     MAX_RESOURCE_KEY_BYTES,
     utf8_size,
 )
+from webhook_pipeline.errors import MalformedEnvelopeError
 
 SCHEMA_VERSION: Literal[1] = 1  # the only version this code reads and writes
 
@@ -51,7 +51,7 @@ class Envelope(BaseModel):
         Event type, when the source defines where it is (at most 256 UTF-8 bytes).
     resource_key : str | None
         The resource whose events must apply in order, when the source defines it (at most
-        1,024 UTF-8 bytes). The three bounds are the ingest's (``webhook_pipeline.fields``),
+        1,024 UTF-8 bytes). The three bounds are the ingest's (``webhook_pipeline.bounds``),
         checked again here so an envelope no ingest could have sent is ``malformed`` with that
         reason instead of a key DynamoDB refuses.
     sequence : int | None

@@ -25,14 +25,6 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from webhook_pipeline.errors import BadDeliveryError
 
-#: Bounds of the values that end in a key (UTF-8 bytes, never characters): a delivery id is in
-#: the record's partition key ``DELIVERY#<source>#<id>`` (DynamoDB: 2,048 bytes) and the time
-#: index sort key ``<received_at>#<source>#<id>`` (1,024 bytes), a resource key in the partition
-#: key ``RESOURCE#<source>#<key>``; with a source name of at most 64 bytes every one fits
-#: (``adapters/dynamodb_items.py`` states the sums). Longer values are 400 at ingest.
-MAX_DELIVERY_ID_BYTES = 256
-MAX_EVENT_TYPE_BYTES = 256
-MAX_RESOURCE_KEY_BYTES = 1024
 # Sequences are stored as DynamoDB numbers: 38 significant digits at most.
 MAX_SEQUENCE_DIGITS = 38
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -145,12 +137,6 @@ def parse_body(body: bytes, body_format: Literal["json", "form", "raw"]) -> Any:
         return _form_fields(parse_qsl(text, keep_blank_values=True, strict_parsing=True))
     except ValueError as exc:
         raise BadDeliveryError("body_not_form", "body is not form-urlencoded") from exc
-
-
-def utf8_size(text: str) -> int:
-    """The size of ``text`` in UTF-8 bytes (a lone surrogate counts as the 3 bytes of its
-    ``surrogatepass`` encoding, as a JSON ``\\ud800`` escape decodes to one)."""
-    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def dig(document: Any, path: str) -> Any:

@@ -6,7 +6,7 @@ with its own sort key; delivery records carry the ``ByReceivedTime`` index attri
 
 Key sizes (UTF-8 bytes; DynamoDB refuses a partition key over 2,048 and a sort key over 1,024,
 the index keys included). A source name is at most 64 bytes (``sources.SOURCE_NAME_PATTERN``), a
-delivery id 256, a resource key 1,024 (``webhook_pipeline.fields``, checked at ingest and again
+delivery id 256, a resource key 1,024 (``webhook_pipeline.bounds``, checked at ingest and again
 by the envelope), so the longest keys are: ``pk`` of a delivery record 9 + 64 + 1 + 256 = 330,
 of a resource item 9 + 64 + 1 + 1,024 = 1,098; the time index sort key ``received_key``
 32 (ISO-8601 with microseconds and ``+00:00``) + 1 + 64 + 1 + 256 = 354; ``sk`` at most 8.

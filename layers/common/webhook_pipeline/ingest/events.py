@@ -7,18 +7,20 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from webhook_pipeline.errors import BadDeliveryError
-from webhook_pipeline.fields import (
+from webhook_pipeline.bounds import (
     MAX_DELIVERY_ID_BYTES,
     MAX_EVENT_TYPE_BYTES,
     MAX_RESOURCE_KEY_BYTES,
+    utf8_size,
+)
+from webhook_pipeline.errors import BadDeliveryError
+from webhook_pipeline.fields import (
     EventBody,
     FieldLocation,
     body_digest,
     json_array_items,
     parse_body,
     read_value,
-    utf8_size,
 )
 from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.model import Verified
@@ -35,9 +37,9 @@ class DeliveryEvent:
     Attributes
     ----------
     delivery_id : str
-        At most 256 UTF-8 bytes (:data:`~webhook_pipeline.fields.MAX_DELIVERY_ID_BYTES`).
+        At most 256 UTF-8 bytes (:data:`~webhook_pipeline.bounds.MAX_DELIVERY_ID_BYTES`).
     event_type, resource_key : str | None
-        At most 256 and 1,024 UTF-8 bytes (the bounds of ``webhook_pipeline.fields``).
+        At most 256 and 1,024 UTF-8 bytes (the bounds of ``webhook_pipeline.bounds``).
     sequence : int | None
         Ordering value (with ``resource_key``: both or neither).
     body : bytes
