@@ -23,9 +23,10 @@ class Pipeline:
     processor: Any
     table: str
 
-    def process(self) -> list[str]:
-        """Hand every queued message to the processor once; return the ids it reported failed
-        (the messages stay invisible on the queue: each call sees only new ones)."""
+    def process(self, messages: list[dict[str, Any]] | None = None) -> list[str]:
+        """Hand ``messages`` (default: every queued message, which then stays invisible on the
+        queue: each call sees only new ones) to the processor once; return the message ids it
+        reported failed."""
         records = [
             {
                 "messageId": m["MessageId"],
@@ -38,7 +39,7 @@ class Pipeline:
                 "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:main",
                 "awsRegion": "us-east-1",
             }
-            for m in self.ingest.messages()
+            for m in (self.ingest.messages() if messages is None else messages)
         ]
         if not records:
             return []
