@@ -152,6 +152,8 @@ def test_a_credential_is_in_no_record_log_or_console_page(
         boto3.client("secretsmanager").put_secret_value(
             SecretId=f"{SECRETS_PREFIX}{case.source}", SecretString=case.secret
         )
+    # (with Powertools told to log every event: the handlers hold credentials in theirs)
+    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
     ingest = make_ingest(SOURCES_CATALOGUE="true", INLINE_BODY_MAX_BYTES="0")
     pipeline = build_pipeline(ingest, monkeypatch)
     sent = case.send()
@@ -198,8 +200,11 @@ def test_a_credential_is_in_no_record_log_or_console_page(
 
 
 def test_meta_verify_token_of_the_challenge_is_in_no_log(
-    make_ingest: Callable[..., IngestHarness], all_logs: Callable[[], str]
+    make_ingest: Callable[..., IngestHarness],
+    all_logs: Callable[[], str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
     secret = json.dumps({"current": "meta-app-secret-local", "verify_token": MARKER})
     boto3.client("secretsmanager").put_secret_value(
         SecretId=f"{SECRETS_PREFIX}meta", SecretString=secret
