@@ -3,6 +3,7 @@ rules that keep a credential out of the delivery record and the envelope."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -75,3 +76,26 @@ def test_a_source_may_not_record_or_forward_a_credential(
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
         resolve(parse_sources(source(**table))["s"])
+
+
+def test_dlq_peek_shows_the_body_and_the_envelope_with_the_credential_redacted() -> None:
+    from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
+    from webhook_pipeline.replay.ports import DlqMessage
+    from webhook_pipeline_ops.commands_dlq import describe
+
+    raw = b'{"lead_id":"L1","google_key":"gk-marker-value","is_test":true}'
+    envelope = Envelope(
+        source="google-ads",
+        delivery_id="L1",
+        received_at=utcnow(),
+        body_b64=base64.b64encode(raw).decode(),
+        body_size=len(raw),
+        body_sha256=sha256_hex(raw),
+    )
+    message = DlqMessage("m-1", "rh", envelope.to_json(), 3, None, {})
+    row = describe(message, show_body=True)
+    assert json.loads(row["payload"]) == {"lead_id": "L1", "google_key": REDACTED, "is_test": True}
+    shown = base64.b64decode(json.loads(row["body"])["body_b64"])
+    assert b"gk-marker-value" not in shown and b'"lead_id":"L1"' in shown
+    # the message itself is untouched (a replay moves the exact bytes)
+    assert b"gk-marker-value" in base64.b64decode(json.loads(message.body)["body_b64"])
