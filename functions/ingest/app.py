@@ -104,7 +104,7 @@ def error_response(error: IngestError) -> dict[str, Any]:
     )
 
 
-@logger.inject_lambda_context(clear_state=True)
+@logger.inject_lambda_context(clear_state=True, log_event=False)  # events carry credentials
 @capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -198,6 +198,7 @@ def resolve(source: Source) -> ResolvedSource:
     }
     if body_format == "raw" and any(loc and loc.body for loc in locations.values()):
         raise ConfigurationError(f"{where}: body fields need body_format json or form, not raw")
+    _refuse_credentials(where, provider, locations, source.forward_headers)
     unsigned = tuple(
         name
         for name, loc in locations.items()
@@ -223,6 +224,26 @@ def resolve(source: Source) -> ResolvedSource:
         public_url=source.public_url,
         enabled=source.enabled,
     )
+
+
+def _refuse_credentials(
+    where: str,
+    provider: Provider,
+    locations: dict[str, FieldLocation | None],
+    forward_headers: list[str],
+) -> None:
+    """A credential never becomes a recorded field or a forwarded header (it would be stored
+    in the delivery record or the envelope and shown by the console)."""
+    secret_fields = set(provider.credential_fields)
+    for name, loc in locations.items():
+        paths = [] if loc is None or loc.body is None else loc.body
+        if secret_fields & set([paths] if isinstance(paths, str) else paths):
+            raise ConfigurationError(f"{where}: {name} may not read a credential field")
+    if provider.signature_header and provider.signature_header.lower() in forward_headers:
+        raise ConfigurationError(
+            f"{where}: forward_headers may not name the signature or credential header "
+            f"{provider.signature_header}"
+        )
 
 
 def _delivery_id(

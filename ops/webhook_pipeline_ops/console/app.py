@@ -259,7 +259,9 @@ def create_app(backend: Backend, *, allowed_hosts: list[str], token: str) -> Any
             if isinstance(payload, str) and not payload.startswith("s3://"):
                 from webhook_pipeline_ops.console.bodies import body_view
 
-                row["body_view"] = body_view(payload.encode(), "envelope (inline body)")
+                row["body_view"] = body_view(
+                    payload.encode(), "envelope (inline body)", row.get("source")
+                )
         return page(
             request,
             "dlq.html",

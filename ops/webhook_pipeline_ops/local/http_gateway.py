@@ -8,6 +8,9 @@ UTF-8 text), header names lower-cased and repeated headers joined with ``","``, 
 ``{statusCode, headers, body}`` answer is mapped back to HTTP as API Gateway does (a result
 without ``statusCode`` is sent as a JSON 200; a handler exception is a 500).
 
+Log lines and ``on_request`` see the request target with the values of credential query
+parameters (Mollie's token, Meta's ``hub.verify_token``) replaced by ``[redacted]``.
+
 Besides the routes: ``GET /health`` (readiness). The webhook gateway serves nothing else: the
 minimal Lambda ``Invoke`` endpoint (``POST /2015-03-31/functions/{name}/invocations``, so that
 boto3's ``lambda.invoke`` with ``AWS_ENDPOINT_URL_LAMBDA`` pointing at it reaches the local
@@ -38,6 +41,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from webhook_pipeline.redaction import redact_target
+
+from webhook_pipeline_ops.credentials import query_credentials
 from webhook_pipeline_ops.local.provision import HttpRoute
 from webhook_pipeline_ops.local.runtime import LocalFunction
 
@@ -226,8 +232,14 @@ class Gateway:
         functions: Mapping[str, LocalFunction],
         on_request: Callable[[str, str, int, float], None] | None = None,
         serve_invoke: bool = False,
+        credential_params: frozenset[str] | None = None,
     ) -> None:
         self.routes = routes
+        #: Query parameters whose values never reach a log line or ``on_request`` (default:
+        #: every credential parameter of the sources served, :mod:`..credentials`).
+        self.credential_params = (
+            query_credentials() if credential_params is None else credential_params
+        )
         self.functions = dict(functions)  # by physical and logical name, for Invoke
         self.on_request = on_request
         self.serve_invoke = serve_invoke
@@ -261,7 +273,14 @@ class Gateway:
             timeout = IDLE_TIMEOUT_SECONDS  # socket timeout while waiting for a request
 
             def log_message(self, format: str, *args: Any) -> None:
-                log.debug("%s - %s", self.address_string(), format % args)
+                message = format % args
+                if getattr(self, "path", ""):
+                    message = message.replace(self.path, self._shown_target())
+                log.debug("%s - %s", self.address_string(), message)
+
+            def _shown_target(self) -> str:
+                """The request target with credential query values redacted, for logs."""
+                return redact_target(self.path, gateway.credential_params)
 
             def handle_one_request(self) -> None:
                 # Idle wait for the first byte, then the header deadline for line and headers.
@@ -355,9 +374,8 @@ class Gateway:
                     status = self._handle()
                 finally:
                     if gateway.on_request is not None:
-                        gateway.on_request(
-                            self.command, self.path, status, (time.perf_counter() - started) * 1000
-                        )
+                        elapsed_ms = (time.perf_counter() - started) * 1000
+                        gateway.on_request(self.command, self._shown_target(), status, elapsed_ms)
 
             def _handle(self) -> int:
                 path = urlsplit(self.path).path

@@ -46,6 +46,7 @@ from webhook_pipeline.ingest.policy import IngestPolicy
 from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore, SecretStore
 from webhook_pipeline.observability import MetricName, count, count_by, logger
 from webhook_pipeline.providers.model import Answer, Handshake, Verified
+from webhook_pipeline.redaction import redact_target
 from webhook_pipeline.secrets import SourceSecret
 from webhook_pipeline.sources import ResolvedSource
 
@@ -198,7 +199,8 @@ class IngestService:
                 ) from exc
             self._count_rejection(exc)
             if source.provider.signs_url:
-                logger.info("signed URL as reconstructed", extra={"url": request.public_url})
+                url = redact_target(request.public_url, source.provider.credential_params)
+                logger.info("signed URL as reconstructed", extra={"url": url})
             raise
         # Which header family or documented reading matched (Standard Webhooks webhook/svix,
         # LinkedIn's two X-LI-Signature readings): on every later line of this request.

@@ -136,6 +136,13 @@ class Provider(ABC):
     #: empty and :meth:`sign_body` or :meth:`sign_request` puts it there.
     credential_parameter: str = ""
     signature_field: str = ""
+    #: Credentials (not signatures) the sender puts in the body or the URL: dotted body paths,
+    #: relative to each event where :attr:`batch_path` splits the body (Google Ads
+    #: ``google_key``), and query parameters (Mollie's token, Meta's ``hub.verify_token``).
+    #: :mod:`webhook_pipeline.redaction` replaces their values wherever a body or a URL is
+    #: shown or logged; a source may not read a field from them.
+    credential_fields: ClassVar[tuple[str, ...]] = ()
+    credential_params: tuple[str, ...] = ()
     timestamp_header: str | None = None
     #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
     timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"

@@ -123,6 +123,7 @@ class MicrosoftGraph(Provider):
     )
     handshakes = (ValidationToken(),)
     signature_field = "clientState"  # in each item of ``value``
+    credential_fields = (FIELD,)
     dev_secret = "dev-graph-client-state-local"
     vectors = LazyVectors(
         lambda: (

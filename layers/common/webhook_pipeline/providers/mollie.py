@@ -76,6 +76,7 @@ class Mollie(InlineCredentialProvider):
         "from Mollie's API and act on what it returns",
     )
     defaults = Defaults(delivery_id=FieldLocation(request="id"), body_format="form")
+    credential_params = (DEFAULT_PARAMETER,)  # the instance's: its token_parameter
     retry_horizon_seconds = 36 * HOUR
     retry_horizon_reference = (
         "recalled as up to 10 retries over about 26 h (UNVERIFIED); with per-request ids a "
@@ -113,6 +114,7 @@ class Mollie(InlineCredentialProvider):
         if not isinstance(parameter, str) or not _PARAMETER.fullmatch(parameter):
             raise ConfigurationError("provider 'mollie': token_parameter is not a plain name")
         self.credential_parameter = parameter
+        self.credential_params = (parameter,)
 
     def validate_secret(self, secret: str) -> None:
         """The URL token: 32 to 256 characters of ``A-Z a-z 0-9 _ -`` (safe in a URL as is).
