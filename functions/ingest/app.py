@@ -86,10 +86,16 @@ def service() -> IngestService:
 
 
 def api_response(answer: Answer) -> dict[str, Any]:
-    """An API Gateway proxy response for ``answer`` (its status, content type and headers)."""
+    """An API Gateway proxy response for ``answer`` (its status, content type and headers, and
+    ``x-content-type-options: nosniff``: a handshake answer reflects a caller's token as
+    ``text/plain``, which a browser must not sniff as HTML; API Gateway adds no such header)."""
     return {
         "statusCode": answer.status,
-        "headers": {"content-type": answer.content_type, **answer.headers},
+        "headers": {
+            "content-type": answer.content_type,
+            "x-content-type-options": "nosniff",
+            **answer.headers,
+        },
         "body": answer.text(),
     }
 
