@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import re
@@ -134,3 +135,15 @@ def command_name() -> str:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
         return os.fspath(script)
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` that ends each option's text with ``(default: X)``, except where there is no
+    default to show (``None``, a flag's ``False``) or the text already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        shown = action.default
+        if shown is None or shown is False or shown == argparse.SUPPRESS or "%(default)" in text:
+            return text
+        return super()._get_help_string(action)
