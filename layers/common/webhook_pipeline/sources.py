@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from webhook_pipeline.config_errors import describe_validation_error
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.observability import logger
@@ -86,7 +87,8 @@ class Source(BaseModel):
         Disabled sources answer 404.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a string where a number or a boolean belongs is an error, not converted
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(pattern=SOURCE_NAME_PATTERN)
     provider: str
@@ -277,29 +279,34 @@ def warn_unsigned(sources: Mapping[str, ResolvedSource]) -> None:
             )
 
 
-def parse_sources(data: Mapping[str, Any]) -> dict[str, Source]:
+def parse_sources(data: Mapping[str, Any], file: str = "sources file") -> dict[str, Source]:
     """Validate a parsed sources document and return the sources by name (not yet resolved).
 
     Raises
     ------
     ConfigurationError
-        On any schema error (the message names the source and the field).
+        On any schema error: one line per error naming ``file``, the source and the key, with
+        the nearest valid key for an unknown one (:mod:`webhook_pipeline.config_errors`).
     """
     raw_sources = data.get("sources")
     if not isinstance(raw_sources, Mapping) or not raw_sources:
-        raise ConfigurationError("sources file: no [sources.<name>] tables")
+        raise ConfigurationError(f"{file}: no [sources.<name>] tables")
     sources: dict[str, Source] = {}
     for name, body in raw_sources.items():
         if isinstance(body, Mapping) and "scheme" in body:
             raise ConfigurationError(
-                f"source {name!r}: 'scheme' is now 'provider' (and 'scheme_options' 'options')"
+                f"{file}: [sources.{name}] 'scheme' is now 'provider' (and 'scheme_options' "
+                "'options')"
             )
         try:
             sources[name] = Source.model_validate(
                 {**dict(body), "name": name} if isinstance(body, Mapping) else body
             )
         except ValidationError as exc:
-            raise ConfigurationError(f"source {name!r} is invalid:\n{exc}") from exc
+            detail = describe_validation_error(
+                exc, file=file, table=f"sources.{name}", model=Source
+            )
+            raise ConfigurationError(detail) from None
     return sources
 
 
@@ -332,7 +339,12 @@ def load_sources(
         raise ConfigurationError(f"sources file not found: {file}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(f"sources file {file} is not valid TOML: {exc}") from exc
-    sources = {name: resolve(source) for name, source in parse_sources(data).items()}
+    sources = {}
+    for name, source in parse_sources(data, str(file)).items():
+        try:
+            sources[name] = resolve(source)
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{file}: [sources.{name}] {exc}") from None
     if catalogue:
         used = {s.provider.name for s in sources.values()}
         for name, cls in all_providers().items():

@@ -107,8 +107,28 @@ def background_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
+def check_sources() -> str | None:
+    """The reason the stack's sources file (``layers/common/sources.toml`` of the project, with
+    every provider's catalogue source) cannot load, or ``None``: checked before Redis, moto and
+    provisioning start, so a bad file fails ``local run`` at once with the reason."""
+    from webhook_pipeline.errors import ConfigurationError
+    from webhook_pipeline.sources import load_sources
+
+    from webhook_pipeline_ops.local import project_root
+
+    try:
+        load_sources(project_root() / "layers" / "common" / "sources.toml", catalogue=True)
+    except ConfigurationError as exc:
+        return str(exc)
+    return None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.verbose)
+    problem = check_sources()
+    if problem is not None:
+        print(f"webhook-pipeline local run: {problem}", file=sys.stderr)
+        return 2
     if args.background:
         try:
             ready = local_stack.start_background(
