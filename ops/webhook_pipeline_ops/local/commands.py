@@ -13,6 +13,8 @@ from typing import Any
 
 from webhook_pipeline_ops import simulator
 from webhook_pipeline_ops.local import stack as local_stack
+from webhook_pipeline_ops.local import state_dir
+from webhook_pipeline_ops.local.function_log import keep_function_log
 from webhook_pipeline_ops.output import command_name
 
 
@@ -148,7 +150,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except local_stack.StackError as exc:
         print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
         return 2
-    return local_stack.run(options)
+    folder = state_dir(args.state_dir)
+    if local_stack.read_ready(folder) is not None:  # another stack's folder: it refuses to start
+        return local_stack.run(options)
+    function_log = keep_function_log(folder)  # for `audit --local` (a terminal is no file)
+    try:
+        return local_stack.run(options)
+    finally:
+        if function_log is not None:
+            function_log.stop()
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
