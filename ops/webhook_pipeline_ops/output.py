@@ -8,7 +8,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TextIO
 
@@ -147,3 +147,11 @@ class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if shown is None or shown is False or shown == argparse.SUPPRESS or "%(default)" in text:
             return text
         return super()._get_help_string(action)
+
+
+def utc_time(moment: datetime) -> str:
+    """The one time format of the console and the CLI's tables: ``YYYY-MM-DD HH:MM:SS.mmm UTC``
+    (a naive ``moment`` is taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
