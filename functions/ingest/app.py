@@ -10,6 +10,7 @@ AWS and Redis clients are created once per container on first use; the use case 
 from __future__ import annotations
 
 import functools
+import os
 import time
 from typing import Any
 
@@ -41,7 +42,10 @@ SOURCES = load_sources(
     settings.extra_provider_modules(),
     catalogue=settings.sources_catalogue,
 )
-warn_unsigned(SOURCES)
+# Deployed, every cold start warns per source; the local stack prints one summary when it starts
+# and sets this, so that its workers (several per function, restarted) do not repeat it.
+if os.environ.get("WEBHOOK_PIPELINE_UNSIGNED_SUMMARY") != "printed":
+    warn_unsigned(SOURCES)
 
 
 @functools.cache

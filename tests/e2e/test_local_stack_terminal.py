@@ -1,5 +1,6 @@
 """The README's own flow: ``make run`` in a terminal (stdout is no file), then ``audit --local``
-in another one finds the functions' log lines (``logs/functions.log``) and reconciles."""
+in another one finds the functions' log lines (``logs/functions.log``) and reconciles; the
+start-up sums up the sources with unsigned fields in one line."""
 
 from __future__ import annotations
 
@@ -80,3 +81,7 @@ def test_audit_local_reads_the_log_of_a_stack_started_in_a_terminal(tmp_path: Pa
         reader.join(timeout=10)
     # And the terminal still showed the functions' log lines
     assert any(d.delivery_id.encode() in line for line in seen)
+    # And the sources with unsigned fields were summed up once, not warned per source and worker
+    summaries = [line for line in seen if b"sources read fields their signature" in line]
+    assert len(summaries) == 1 and b"github (delivery_id" in summaries[0], summaries
+    assert not [line for line in seen if b"source reads fields the signature" in line]

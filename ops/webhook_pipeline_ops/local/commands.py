@@ -8,14 +8,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline_ops import simulator
 from webhook_pipeline_ops.local import stack as local_stack
 from webhook_pipeline_ops.local import state_dir
 from webhook_pipeline_ops.local.function_log import keep_function_log
 from webhook_pipeline_ops.output import command_name
+
+if TYPE_CHECKING:
+    from webhook_pipeline.sources import ResolvedSource
 
 
 def register(subparsers: Any) -> None:
@@ -109,28 +114,54 @@ def background_argv(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-def check_sources() -> str | None:
-    """The reason the stack's sources file (``layers/common/sources.toml`` of the project, with
-    every provider's catalogue source) cannot load, or ``None``: checked before Redis, moto and
-    provisioning start, so a bad file fails ``local run`` at once with the reason."""
+#: Set for the stack's workers once :func:`unsigned_summary` is printed: the ingest function then
+#: skips its per-source warning at each worker's start (a deployed one warns at every cold start).
+UNSIGNED_SUMMARY_VARIABLE = "WEBHOOK_PIPELINE_UNSIGNED_SUMMARY"
+
+
+def check_sources() -> tuple[str | None, dict[str, ResolvedSource]]:
+    """``(problem, sources)``: the reason the stack's sources file (``layers/common/sources.toml``
+    of the project, with every provider's catalogue source) cannot load, or ``None`` and the
+    sources. Checked before Redis, moto and provisioning start, so a bad file fails ``local run``
+    at once with the reason."""
     from webhook_pipeline.errors import ConfigurationError
     from webhook_pipeline.sources import load_sources
 
     from webhook_pipeline_ops.local import project_root
 
     try:
-        load_sources(project_root() / "layers" / "common" / "sources.toml", catalogue=True)
+        file = project_root() / "layers" / "common" / "sources.toml"
+        return None, load_sources(file, catalogue=True)
     except ConfigurationError as exc:
-        return str(exc)
-    return None
+        return str(exc), {}
+
+
+def unsigned_summary(sources: Mapping[str, ResolvedSource]) -> str | None:
+    """One line naming the sources that read identity or ordering from fields their signature
+    does not cover (what the ingest function warns about per source), or ``None``."""
+    unsigned = {name: s.unsigned for name, s in sources.items() if s.unsigned}
+    if not unsigned:
+        return None
+    listed = ", ".join(f"{name} ({', '.join(fields)})" for name, fields in sorted(unsigned.items()))
+    return (
+        f"{len(unsigned)} of {len(sources)} sources read fields their signature does not cover "
+        "(a captured body resent with other values there is not detected by the signature; the "
+        f"gate and the body-consistency check are the only guard): {listed}. Deployed, the "
+        f"ingest function warns about each at every cold start; `{command_name()} sources "
+        "list` shows what each provider signs."
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.verbose)
-    problem = check_sources()
+    problem, sources = check_sources()
     if problem is not None:
         print(f"webhook-pipeline local run: {problem}", file=sys.stderr)
         return 2
+    summary = unsigned_summary(sources)
+    if summary is not None and not args.background:  # the background stack prints it itself
+        print(summary, flush=True)
+        os.environ[UNSIGNED_SUMMARY_VARIABLE] = "printed"  # inherited by every worker
     if args.background:
         try:
             ready = local_stack.start_background(
