@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline_ops import simulator
+from webhook_pipeline_ops.local import secret_command, state_dir
 from webhook_pipeline_ops.local import stack as local_stack
-from webhook_pipeline_ops.local import state_dir
 from webhook_pipeline_ops.local.function_log import keep_function_log
+from webhook_pipeline_ops.local.secret_command import SECRETS_MAX_AGE_VARIABLE
 from webhook_pipeline_ops.output import command_name
 
 if TYPE_CHECKING:
@@ -47,6 +48,13 @@ def register(subparsers: Any) -> None:
         default=90.0,
         help="seconds to wait for readiness with --background (90)",
     )
+    run.add_argument(
+        "--secrets-max-age",
+        type=int,
+        metavar="SECONDS",
+        help="seconds the ingest function caches a signing secret (default: its 300, as "
+        "deployed); short, `local secret set` takes effect sooner",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)
 
@@ -61,6 +69,7 @@ def register(subparsers: Any) -> None:
     )
     local_stack.add_run_arguments(demo)
     demo.set_defaults(func=_cmd_demo, visibility_timeout_default=2)
+    secret_command.register(sub)
 
     simulator.register(subparsers)
 
@@ -109,6 +118,8 @@ def background_argv(args: argparse.Namespace) -> list[str]:
     for flag, name in (("--invoke-port", "invoke_port"), ("--ingest-workers", "ingest_workers")):
         if getattr(args, name, None) is not None:
             argv += [flag, str(getattr(args, name))]
+    if getattr(args, "secrets_max_age", None) is not None:
+        argv += ["--secrets-max-age", str(args.secrets_max_age)]
     if getattr(args, "verbose", False):
         argv.append("--verbose")
     return argv
@@ -158,6 +169,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"webhook-pipeline local run: {problem}", file=sys.stderr)
         return 2
+    if args.secrets_max_age is not None:  # the workers inherit the environment
+        if not 0 <= args.secrets_max_age <= 86_400:
+            print("webhook-pipeline local run: --secrets-max-age: 0 to 86400", file=sys.stderr)
+            return 2
+        os.environ[SECRETS_MAX_AGE_VARIABLE] = str(args.secrets_max_age)
     summary = unsigned_summary(sources)
     if summary is not None and not args.background:  # the background stack prints it itself
         print(summary, flush=True)
