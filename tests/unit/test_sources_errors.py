@@ -65,3 +65,22 @@ def test_every_error_of_a_table_is_one_line(tmp_path: Path) -> None:
     message = _error(tmp_path, 'provider = "stripe"\ntolerance_seconds = "1"\nenabld = true\n')
     lines = message.splitlines()
     assert len(lines) == 2 and all(x.startswith(str(tmp_path)) for x in lines), lines
+
+
+def test_a_function_environment_error_names_the_variable_without_a_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from webhook_pipeline.settings import IngestSettings
+
+    for name in ("QUEUE_URL", "PAYLOAD_BUCKET", "SECRETS_PREFIX", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLAIM_TTL_SECONDS", "soon")
+    with pytest.raises(ConfigurationError) as raised:
+        IngestSettings.load()
+    message = str(raised.value)
+    assert "pydantic.dev" not in message and "https://" not in message, message
+    lines = message.splitlines()
+    assert "environment of IngestSettings: variable 'QUEUE_URL': Field required" in lines, lines
+    assert any(
+        x.startswith("environment of IngestSettings: variable 'CLAIM_TTL_SECONDS': ") for x in lines
+    ), lines

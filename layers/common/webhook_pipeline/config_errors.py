@@ -41,6 +41,20 @@ def _fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return list(getattr(current, "model_fields", {}))
 
 
+def describe_settings_error(exc: ValidationError, model: type[BaseModel]) -> str:
+    """One line per error of a function's environment: ``environment of IngestSettings:
+    variable 'QUEUE_URL': Field required``, with the nearest valid name of an unknown one."""
+    text = describe_validation_error(exc, file="environment", table="", model=model)
+    return "\n".join(
+        re.sub(
+            r"^environment: \[\] key '([^']*)'",
+            lambda m: f"environment of {model.__name__}: variable {m.group(1).upper()!r}",
+            line,
+        )
+        for line in text.splitlines()
+    )
+
+
 def describe_validation_error(
     exc: ValidationError, *, file: str, table: str, model: type[BaseModel]
 ) -> str:
