@@ -10,6 +10,7 @@ AWS and Redis clients are created once per container on first use; the use case 
 from __future__ import annotations
 
 import functools
+import os
 import time
 from typing import Any
 
@@ -42,7 +43,10 @@ SOURCES = load_sources(
     catalogue=settings.sources_catalogue,
     min_tolerance_seconds=settings.local_min_tolerance_seconds,
 )
-warn_unsigned(SOURCES)
+# Deployed, every cold start warns per source; the local stack prints one summary when it starts
+# and sets this, so that its workers (several per function, restarted) do not repeat it.
+if os.environ.get("WEBHOOK_PIPELINE_UNSIGNED_SUMMARY") != "printed":
+    warn_unsigned(SOURCES)
 
 
 @functools.cache
@@ -87,10 +91,16 @@ def service() -> IngestService:
 
 
 def api_response(answer: Answer) -> dict[str, Any]:
-    """An API Gateway proxy response for ``answer`` (its status, content type and headers)."""
+    """An API Gateway proxy response for ``answer`` (its status, content type and headers, and
+    ``x-content-type-options: nosniff``: a handshake answer reflects a caller's token as
+    ``text/plain``, which a browser must not sniff as HTML; API Gateway adds no such header)."""
     return {
         "statusCode": answer.status,
-        "headers": {"content-type": answer.content_type, **answer.headers},
+        "headers": {
+            "content-type": answer.content_type,
+            "x-content-type-options": "nosniff",
+            **answer.headers,
+        },
         "body": answer.text(),
     }
 

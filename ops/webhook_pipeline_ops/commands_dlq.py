@@ -24,7 +24,6 @@ import binascii
 from datetime import UTC, datetime
 from typing import Any
 
-from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError
 from webhook_pipeline.replay.ports import DlqMessage
@@ -130,6 +129,8 @@ def peek_rows(aws: Aws, max_messages: int, show_body: bool) -> list[dict[str, An
     QueueOperationError
         SQS failed (its cause is the botocore error, e.g. a connection error).
     """
+    from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue
+
     dlq = SqsDeadLetterQueue(aws.client("sqs"), aws.resources.require("dlq_url"))
     store = None
     if aws.resources.table:

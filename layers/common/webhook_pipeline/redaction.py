@@ -21,8 +21,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_plus, urlencode
+
+from webhook_pipeline.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from webhook_pipeline.fields import FieldLocation
+    from webhook_pipeline.providers.base import Provider
 
 #: What a credential's value is replaced with.
 REDACTED = "[redacted]"
@@ -104,3 +110,31 @@ def _redact_form(raw: bytes, fields: Collection[str]) -> bytes:
     if not any(name in fields for name, _ in pairs):
         return raw
     return urlencode([(n, REDACTED if n in fields else v) for n, v in pairs]).encode()
+
+
+def refuse_credentials(
+    where: str,
+    provider: Provider,
+    locations: dict[str, FieldLocation | None],
+    forward_headers: list[str],
+) -> None:
+    """A credential never becomes a recorded field or a forwarded header (it would be stored
+    in the delivery record or the envelope and shown by the console): ``locations`` are a
+    source's field locations by field name, ``where`` names the source in the error.
+
+    Raises
+    ------
+    ConfigurationError
+        A location reads one of ``provider.credential_fields``, or ``forward_headers`` (lower
+        case) names the provider's signature or credential header.
+    """
+    secret_fields = set(provider.credential_fields)
+    for name, loc in locations.items():
+        paths = [] if loc is None or loc.body is None else loc.body
+        if secret_fields & set([paths] if isinstance(paths, str) else paths):
+            raise ConfigurationError(f"{where}: {name} may not read a credential field")
+    if provider.signature_header and provider.signature_header.lower() in forward_headers:
+        raise ConfigurationError(
+            f"{where}: forward_headers may not name the signature or credential header "
+            f"{provider.signature_header}"
+        )

@@ -17,6 +17,7 @@ from botocore.config import Config
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from webhook_pipeline.config_errors import describe_settings_error
 from webhook_pipeline.errors import ConfigurationError
 
 MAX_INLINE_BODY_BYTES = 180_000
@@ -49,7 +50,7 @@ class _Settings(BaseSettings):
         try:
             return cls()
         except ValidationError as exc:
-            raise ConfigurationError(f"{cls.__name__} are invalid:\n{exc}") from exc
+            raise ConfigurationError(describe_settings_error(exc, cls)) from None
 
 
 class AwsClientSettings(_Settings):

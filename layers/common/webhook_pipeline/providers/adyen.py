@@ -40,8 +40,8 @@ from typing import Any
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import decode_base64, hmac_digest, match_secrets
+from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,

@@ -27,7 +27,8 @@ the shared tests, the README's provider table) reads these declarations. The val
 are declared with (:class:`Signs`, :class:`Defaults`, :class:`Vector`...) are in
 :mod:`webhook_pipeline.providers.model`; the test-kit ones (:class:`Sample`, :class:`Vector`...)
 in :mod:`webhook_pipeline.providers.samples`. A provider whose credential travels in the body or
-the URL rather than a header subclasses :class:`InlineCredentialProvider`.
+the URL rather than a header subclasses
+:class:`~webhook_pipeline.providers.inline.InlineCredentialProvider`.
 """
 
 from __future__ import annotations
@@ -387,21 +388,3 @@ class Provider(ABC):
         """The Secrets Manager value of the development secret (plain, or the JSON object when
         a handshake needs more than the signing secret)."""
         return self.dev_secret
-
-
-class InlineCredentialProvider(Provider):
-    """A provider whose sender attaches no signature header: the credential travels inside the
-    body (Adyen's per-item ``hmacSignature``, Mailgun's ``signature``) or the URL (Mollie's
-    token), and :meth:`sign_request` writes it there."""
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """No headers: the credential is in the body or the URL (:meth:`sign_request`)."""
-        return {}
-
-    @abstractmethod
-    def sign_request(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> samples.SignedRequest:
-        """What the sender sends, with the credential written into the body or the URL."""

@@ -43,8 +43,8 @@ from urllib.parse import urlencode, urlsplit
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import match_secrets
+from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 
