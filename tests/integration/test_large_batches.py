@@ -163,6 +163,43 @@ def test_a_batch_cut_off_half_way_answers_503_and_its_retry_sends_only_the_rest(
     assert queue_depth(big) == 1_000  # every event exactly once over both
 
 
+class Killed(BaseException):
+    """Lambda stopping the invocation: nothing after it runs in the handler."""
+
+
+def test_an_invocation_killed_half_way_leaves_the_chunks_before_it_confirmed(
+    big: IngestHarness,
+    batch_calls: list[list[str]],
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events = sendgrid_events(1_000)
+    ids = [e["sg_event_id"] for e in events]
+    event = sendgrid_post(events)
+    recording = botocore.client.BaseClient._make_api_call
+
+    def killed_at_the_48th_call(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        if operation == "SendMessageBatch" and len(batch_calls) == 47:
+            raise Killed()
+        return recording(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", killed_at_the_48th_call)
+    with pytest.raises(Killed):
+        big.invoke(event)
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", recording)
+
+    gate = redis.Redis.from_url(redis_url)
+    keys = [gate_key("whd:", "sendgrid", i) for i in ids]
+    stored = [gate.get(key) for key in keys]
+    assert all(v is not None and v.startswith(b"d:") for v in stored[:470])
+    assert all(v is not None and v.startswith(b"p:") for v in stored[470:])
+    gate.delete(*keys[470:])  # as the pending claims' TTL (about the function timeout) does
+    batch_calls.clear()
+    code, body = answer(big.invoke(event))
+    assert (code, body["accepted"], body["duplicates"]) == (202, 530, 470)
+    assert [i for call in batch_calls for i in call] == ids[470:]
+
+
 def test_the_time_budget_setting_itself_stops_a_batch_before_it_runs_out(
     make_ingest: Callable[..., IngestHarness],
     batch_calls: list[list[str]],
