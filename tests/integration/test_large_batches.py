@@ -104,7 +104,7 @@ def queue_depth(harness: IngestHarness) -> int:
 
 
 def test_a_sendgrid_batch_of_1900_events_is_accepted_and_each_event_enqueued_once(
-    big: IngestHarness, batch_calls: list[list[str]]
+    big: IngestHarness, batch_calls: list[list[str]], log_lines: list[dict[str, Any]]
 ) -> None:
     events = sendgrid_events(1_900)
     event = sendgrid_post(events)
@@ -117,6 +117,10 @@ def test_a_sendgrid_batch_of_1900_events_is_accepted_and_each_event_enqueued_onc
     assert set(sent) == {e["sg_event_id"] for e in events} and set(sent.values()) == {1}
     assert len(batch_calls) == 190 and all(len(call) == 10 for call in batch_calls)
     assert queue_depth(big) == 1_900
+    # every id enqueued is logged once for the audit, in lines CloudWatch does not truncate
+    logged = [x for x in log_lines if x["message"] == "batch enqueued"]
+    assert [len(x["delivery_ids"]) for x in logged] == [500, 500, 500, 400]
+    assert Counter(i for x in logged for i in x["delivery_ids"]) == sent
 
 
 def test_a_body_over_the_byte_limit_is_still_refused_with_its_reason(

@@ -30,6 +30,11 @@ from webhook_pipeline.observability import MetricName, count, logger
 from webhook_pipeline.providers.model import Answer
 from webhook_pipeline.sources import ResolvedSource
 
+#: Delivery ids per ``batch enqueued`` log line (the first line also has the counts; every id
+#: enqueued is on one line, for ``webhook-pipeline audit``): 500 ids of up to 256 characters
+#: stay under CloudWatch Logs' 256 KB event size, which truncates a longer line.
+IDS_PER_LOG_LINE = 500
+
 
 @dataclass(frozen=True)
 class TimeBudget:
@@ -155,11 +160,12 @@ class BatchIngest:
     ) -> Answer:
         """Log what was enqueued (every id, for ``webhook-pipeline audit``) and answer."""
         count(MetricName.ACCEPTED, len(done.sent))
+        ids = [new[i].delivery_id for i in sorted(done.sent)]
         logger.info(
             "batch enqueued",
             extra={
                 "events": len(received),
-                "delivery_ids": [new[i].delivery_id for i in sorted(done.sent)],
+                "delivery_ids": ids[:IDS_PER_LOG_LINE],
                 "accepted": len(done.sent),
                 "duplicates": len(received) - len(new) - in_flight,
                 "in_flight": in_flight,
@@ -167,6 +173,11 @@ class BatchIngest:
                 "not_sent": len(new) - len(done.sent) - len(done.failed),
             },
         )
+        for start in range(IDS_PER_LOG_LINE, len(ids), IDS_PER_LOG_LINE):
+            logger.info(
+                "batch enqueued",
+                extra={"continued": True, "delivery_ids": ids[start : start + IDS_PER_LOG_LINE]},
+            )
         if done.failed:
             count(MetricName.ENQUEUE_FAILED, len(done.failed))
         if len(done.sent) < len(new):
