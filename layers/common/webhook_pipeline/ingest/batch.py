@@ -93,8 +93,9 @@ class _Sent:
 
 @dataclass
 class BatchIngest:
-    """Claim, enqueue and acknowledge the events of one batched POST (2 + ceil(n / 10) Redis
-    round trips, ceil(n / 10) SQS calls for small events)."""
+    """Claim, enqueue and acknowledge the events of one batched POST: for n small new events,
+    ceil(n / 10) ``SendMessageBatch`` calls and 1 + ceil(n / 10) Redis round trips (the claims,
+    then one confirm per call; one more to release claims when an event is not enqueued)."""
 
     gatekeeper: Gatekeeper
     queue: EnvelopeQueue
