@@ -26,9 +26,6 @@ from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.model import Verified
 from webhook_pipeline.sources import ResolvedSource
 
-#: Most events one batched POST may carry (each is claimed and enqueued on its own).
-MAX_BATCH_EVENTS = 1_000
-
 
 @dataclass(frozen=True)
 class DeliveryEvent:
@@ -65,13 +62,27 @@ def read_events(
 ) -> list[DeliveryEvent]:
     """The deliveries of a verified request: one, or one per element of a batched body.
 
+    A batch is bounded by its bytes (``MAX_BODY_BYTES``, checked before verification: 413
+    ``payload_too_large``), never by a count of events, so every batch a provider documents is
+    accepted at the default 1 MiB:
+
+    - SendGrid Event Webhook: a POST when the batch reaches 768 KB or after about 30 s,
+      whichever comes first (Twilio SendGrid, "Getting started with the Event Webhook"), with
+      no count: 1,900 small events are about 700 KB;
+    - HubSpot webhooks: up to 100 events per request (HubSpot developer docs, Webhooks API);
+    - Adyen standard webhooks, LINE Messaging API, Microsoft Graph change notifications: an
+      array (``notificationItems``, ``events``, ``value``) with no documented maximum.
+
+    The time one batch takes is bounded by the request's time budget instead
+    (:mod:`webhook_pipeline.ingest.batch`): what does not fit is left to the sender's retry.
+
     Raises
     ------
     BadDeliveryError
         The body does not parse as the source's declared format (``body_not_json``...), a
-        batch is not an array or holds more than 1,000 events (``batch_invalid``,
-        ``batch_too_large``), or a field is missing, malformed or over its bound in UTF-8
-        bytes (``delivery_id_missing``, ``delivery_id_too_long``, ``delivery_id_invalid``,
+        batch is not an array (``batch_invalid``), or a field is missing, malformed or over its
+        bound in UTF-8 bytes (``delivery_id_missing``, ``delivery_id_too_long``,
+        ``delivery_id_invalid``,
         ``sequence_invalid``, ``event_type_too_long``, ``resource_key_too_long``,
         ``ordering_fields_incomplete``, ``field_ambiguous``), or the provider finds the signed
         string can be split into another identity (``field_ambiguous``, ``field_invalid``:
@@ -90,8 +101,6 @@ def read_events(
         bodies = [EventBody(document, request.body)]
     else:
         bodies = json_array_items(request.body, provider.batch_path)
-        if len(bodies) > MAX_BATCH_EVENTS:
-            raise BadDeliveryError("batch_too_large", f"{len(bodies)} events in one request")
     return [_event(source, request, verified, body) for body in bodies]
 
 

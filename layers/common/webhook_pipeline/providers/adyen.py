@@ -216,6 +216,7 @@ class Adyen(InlineCredentialProvider):
     retry_horizon_reference = (
         "docs.adyen.com webhooks: 3 immediate retries, then a retry queue for up to 30 days"
     )
+    # No documented maximum of items per POST; bounded by MAX_BODY_BYTES.
     batch_path = ITEMS
     signature_field = f"{ITEM}.additionalData.hmacSignature"
     dev_secret = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF"

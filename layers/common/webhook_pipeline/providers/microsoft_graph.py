@@ -115,6 +115,7 @@ class MicrosoftGraph(Provider):
         delivery_id=FieldLocation(digest="sha256"),
         event_type=FieldLocation(body="changeType"),
     )
+    # No documented maximum of notifications per POST; bounded by MAX_BODY_BYTES.
     batch_path = "value"
     retry_horizon_seconds = 4 * HOUR
     retry_horizon_reference = (
