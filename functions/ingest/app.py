@@ -10,7 +10,8 @@ AWS and Redis clients are created once per container on first use; the use case 
 from __future__ import annotations
 
 import functools
-import time
+import os
+from time import perf_counter
 from typing import Any
 
 from aws_lambda_powertools.utilities.parameters import SecretsProvider
@@ -23,7 +24,7 @@ from webhook_pipeline.adapters.sqs import SqsQueue
 from webhook_pipeline.errors import IngestError
 from webhook_pipeline.http import request_from_event
 from webhook_pipeline.ingest.claims import CircuitBreaker
-from webhook_pipeline.ingest.service import IngestPolicy, IngestService
+from webhook_pipeline.ingest.service import IngestPolicy, IngestService, TimeBudget
 from webhook_pipeline.observability import (
     MetricName,
     MetricUnit,
@@ -42,7 +43,10 @@ SOURCES = load_sources(
     catalogue=settings.sources_catalogue,
     min_tolerance_seconds=settings.local_min_tolerance_seconds,
 )
-warn_unsigned(SOURCES)
+# Deployed, every cold start warns per source; the local stack prints one summary when it starts
+# and sets this, so that its workers (several per function, restarted) do not repeat it.
+if os.environ.get("WEBHOOK_PIPELINE_UNSIGNED_SUMMARY") != "printed":
+    warn_unsigned(SOURCES)
 
 
 @functools.cache
@@ -81,16 +85,23 @@ def service() -> IngestService:
             redis_key_prefix=settings.redis_key_prefix,
             retry_after_seconds=settings.retry_after_seconds,
             public_base_url=settings.public_base_url,
+            batch_chunk_reserve_ms=settings.batch_chunk_reserve_ms(),
         ),
         breaker=CircuitBreaker(cooldown_seconds=settings.gate_cooldown_seconds),
     )
 
 
 def api_response(answer: Answer) -> dict[str, Any]:
-    """An API Gateway proxy response for ``answer`` (its status, content type and headers)."""
+    """An API Gateway proxy response for ``answer`` (its status, content type and headers, and
+    ``x-content-type-options: nosniff``: a handshake answer reflects a caller's token as
+    ``text/plain``, which a browser must not sniff as HTML; API Gateway adds no such header)."""
     return {
         "statusCode": answer.status,
-        "headers": {"content-type": answer.content_type, **answer.headers},
+        "headers": {
+            "content-type": answer.content_type,
+            "x-content-type-options": "nosniff",
+            **answer.headers,
+        },
         "body": answer.text(),
     }
 
@@ -104,7 +115,21 @@ def error_response(error: IngestError) -> dict[str, Any]:
     )
 
 
-@logger.inject_lambda_context(clear_state=True)
+def time_budget(started: float, context: LambdaContext) -> TimeBudget:
+    """What is left of this request's time (ms): ``INGEST_TIME_BUDGET_MS`` less the time spent
+    since ``started`` (``perf_counter()`` seconds), never more than Lambda's own remaining
+    time (``context.get_remaining_time_in_millis()``)."""
+
+    def remaining_ms() -> float:
+        spent_ms = (perf_counter() - started) * 1000
+        return min(
+            settings.ingest_time_budget_ms - spent_ms, context.get_remaining_time_in_millis()
+        )
+
+    return TimeBudget(remaining_ms)
+
+
+@logger.inject_lambda_context(clear_state=True, log_event=False)  # events carry credentials
 @capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -116,16 +141,16 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     ``Retry-After`` in seconds). Unexpected errors propagate (API Gateway answers 500 and the
     sender retries; the ingest 5xx alarm fires).
     """
-    started = time.perf_counter()
+    started = perf_counter()
     try:
         request = request_from_event(event)
         logger.append_keys(source=request.source)
-        response = api_response(service().handle(request))
+        response = api_response(service().handle(request, time_budget(started, context)))
     except IngestError as error:
         response = error_response(error)
     metrics.add_metric(
         name=MetricName.ACK_LATENCY,
         unit=MetricUnit.Milliseconds,
-        value=round((time.perf_counter() - started) * 1000, 3),
+        value=round((perf_counter() - started) * 1000, 3),
     )
     return response

@@ -134,7 +134,7 @@ def _report(result: RecordResult) -> None:
             logger.info(message, extra=extra)
 
 
-@logger.inject_lambda_context(clear_state=True)
+@logger.inject_lambda_context(clear_state=True, log_event=False)  # events carry credentials
 @capture_lambda_handler()
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -22,22 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    EndpointConnectionError,
-    NoCredentialsError,
-    NoRegionError,
-    ProfileNotFound,
-)
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # boto3 is imported by the commands that connect, not by ``--help``
+    from botocore.config import Config
     from mypy_boto3_cloudformation import CloudFormationClient
     from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -183,11 +174,16 @@ class Aws:
     """
 
     #: Client configuration: short connect timeout, standard retries.
-    CONFIG = Config(
-        connect_timeout=3, read_timeout=30, retries={"mode": "standard", "max_attempts": 3}
-    )
+    CONFIG_OPTIONS: ClassVar[dict[str, Any]] = {
+        "connect_timeout": 3,
+        "read_timeout": 30,
+        "retries": {"mode": "standard", "max_attempts": 3},
+    }
 
     def __init__(self, args: argparse.Namespace) -> None:
+        import boto3
+        from botocore.exceptions import ProfileNotFound
+
         self.args = args
         self.local_outputs = _local_outputs() if getattr(args, "local", False) else {}
         self.endpoint_url: str | None = args.endpoint_url or self.local_outputs.get("EndpointUrl")
@@ -236,7 +232,9 @@ class Aws:
     def client(self, service: str, config: Config | None = None) -> Any:
         """The ``service`` client (created once)."""
         if service not in self._clients:
-            kwargs: dict[str, Any] = {"config": config or self.CONFIG}
+            from botocore.config import Config
+
+            kwargs: dict[str, Any] = {"config": config or Config(**self.CONFIG_OPTIONS)}
             if self.endpoint_url:
                 kwargs["endpoint_url"] = self.endpoint_url
             if self._fake_credentials:
@@ -261,6 +259,8 @@ class Aws:
         return self._resources
 
     def _stack_outputs(self, stack: str) -> dict[str, str]:
+        from botocore.exceptions import ClientError
+
         try:
             response = self.client("cloudformation").describe_stacks(StackName=stack)
         except ClientError as exc:
@@ -299,6 +299,16 @@ def _local_outputs() -> dict[str, str]:
 
 def describe_aws_error(exc: Exception) -> str:
     """One line for an AWS error, with a hint for the usual causes."""
+    if not is_aws_error(exc):
+        return f"{type(exc).__name__}: {exc}"
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+    )
+
     if isinstance(exc, EndpointConnectionError):
         return (
             f"cannot connect to {exc.kwargs.get('endpoint_url', 'the endpoint')}: is the local "
@@ -315,3 +325,13 @@ def describe_aws_error(exc: Exception) -> str:
     if isinstance(exc, BotoCoreError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
+
+
+def is_aws_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a botocore error (without importing botocore: none can be raised
+    before botocore is imported)."""
+    if "botocore.exceptions" not in sys.modules:
+        return False
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return isinstance(exc, BotoCoreError | ClientError)

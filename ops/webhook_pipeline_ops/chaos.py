@@ -185,6 +185,30 @@ def send_offsets(
     return offsets
 
 
+def progress_step(total: int) -> int:
+    """Print the traffic's progress every this many answered copies (every 5 %, at least 50)."""
+    return max(50, total // 20)
+
+
+def traffic_progress(
+    done: int, total: int, elapsed: float, expected: float, finals: Mapping[str, int]
+) -> str:
+    """One progress line: copies answered of ``total``, the answers so far by class (``2xx``,
+    ``4xx``, ``5xx``, ``no answer``), elapsed seconds and what is left of ``expected`` (the
+    paced schedule's length in seconds; retries and a slow stack add to it)."""
+    answers = ", ".join(f"{k} {v}" for k, v in sorted(finals.items()))
+    left = max(0.0, expected - elapsed)
+    return (
+        f"[{elapsed:7.1f} s] traffic: {done}/{total} copies answered ({100 * done / total:.0f} %)"
+        f"; {answers or 'no answer yet'}; about {left:.0f} s of the schedule left"
+    )
+
+
+def answer_class(status: int | None) -> str:
+    """``2xx``, ``4xx``, ``5xx`` or ``no answer``."""
+    return "no answer" if status is None else f"{status // 100}xx"
+
+
 # ------------------------------------------------------------------------------------------------
 # fault schedule
 

@@ -23,15 +23,9 @@ import os
 import sys
 from collections.abc import Sequence
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    EndpointConnectionError,
-    NoCredentialsError,
-)
 from webhook_pipeline.errors import PipelineError
 
-from webhook_pipeline_ops.aws import OpsError, describe_aws_error
+from webhook_pipeline_ops.aws import OpsError, describe_aws_error, is_aws_error
 from webhook_pipeline_ops.output import plain_text
 
 #: Modules whose ``register(subparsers)`` adds subcommands, in help order.
@@ -101,19 +95,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OpsError as exc:
         _fail(str(exc))
         return exc.exit_code
-    except (ClientError, EndpointConnectionError, BotoCoreError) as exc:
-        _fail(describe_aws_error(exc))
-        return 1
     except PipelineError as exc:
         cause = exc.__cause__
-        connection = isinstance(cause, EndpointConnectionError | NoCredentialsError)
         _fail(
-            describe_aws_error(cause) if connection and isinstance(cause, Exception) else str(exc)
+            describe_aws_error(cause)
+            if isinstance(cause, Exception) and _connection_error(cause)
+            else str(exc)
         )
+        return 1
+    except Exception as exc:
+        if not is_aws_error(exc):
+            raise
+        _fail(describe_aws_error(exc))
         return 1
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130
+
+
+def _connection_error(exc: Exception) -> bool:
+    if not is_aws_error(exc):
+        return False
+    from botocore.exceptions import EndpointConnectionError, NoCredentialsError
+
+    return isinstance(exc, EndpointConnectionError | NoCredentialsError)
 
 
 def _fail(message: str) -> None:

@@ -248,11 +248,21 @@ def in_flight(aws: Aws) -> int | None:
 
 
 def local_logs() -> list[Path]:
-    """The local stack's log files (its state folder's ``*.log`` and ``logs/*``)."""
+    """The local stack's log files: its state folder's ``logs/*`` (what a stack started in a
+    terminal keeps, :mod:`webhook_pipeline_ops.local.function_log`), else its ``*.log``
+    (``stack.log`` of a stack started in the background). Never both: the same lines would
+    count twice."""
     from webhook_pipeline_ops.local import state_dir
 
     folder = state_dir()
-    return sorted(p for p in [*folder.glob("*.log"), *folder.glob("logs/*")] if p.is_file())
+    kept = sorted(p for p in folder.glob("logs/*") if p.is_file())
+    return kept or sorted(p for p in folder.glob("*.log") if p.is_file())
+
+
+def local_logs_folder() -> Path:
+    from webhook_pipeline_ops.local import state_dir
+
+    return state_dir()
 
 
 def audit(args: argparse.Namespace, now: datetime | None = None) -> AuditReport:
@@ -268,7 +278,10 @@ def audit(args: argparse.Namespace, now: datetime | None = None) -> AuditReport:
     if args.log or args.local:
         paths = args.log or local_logs()
         if not paths:
-            raise OpsError("no log files: start the local stack, or give --log FILE")
+            raise OpsError(
+                f"no log files in {local_logs_folder()}: start the local stack there (or set "
+                "WEBHOOK_PIPELINE_LOCAL_DIR to its folder), or give --log FILE"
+            )
         accepted, metrics = from_log_lines(json_lines(paths), since, until)
     elif args.stack:
         group = args.log_group or f"/aws/lambda/{args.stack}-IngestFunction"

@@ -57,11 +57,14 @@ from webhook_pipeline_ops.chaos import (
     Copy,
     NotInjected,
     ScheduledFault,
+    answer_class,
     interleave,
+    progress_step,
     reconcile,
     render,
     schedule_faults,
     send_offsets,
+    traffic_progress,
     with_duplicates,
 )
 
@@ -397,6 +400,7 @@ class Run:
         self.poison_fix: list[tuple[str, str, bytes]] = []
         self.replayed = 0
         self.lock = threading.Lock()
+        self.finals: Counter[str] = Counter()
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 2)
@@ -478,6 +482,15 @@ class Run:
                 )
             )
         self.total = len(order)
+        expected = offsets[-1] if offsets else 0.0
+        step = progress_step(self.total)
+        print(
+            f"[{self.now():7.1f} s] traffic: {self.total} copies at {self.args.rate:g}/s with "
+            f"bursts: about {expected:.0f} s (retries of 5xx and timeouts add to it); progress "
+            f"every {step} answered copies",
+            file=sys.stderr,
+            flush=True,
+        )
         paced = threading.BoundedSemaphore(self.args.concurrency)
         started = time.monotonic()
 
@@ -489,6 +502,14 @@ class Run:
                     paced.release()
                 with self.lock:
                     self.done += 1
+                    self.finals[answer_class(copies[i].final)] += 1
+                    line = None
+                    if self.done % step == 0 or self.done == self.total:
+                        line = traffic_progress(
+                            self.done, self.total, time.monotonic() - started, expected, self.finals
+                        )
+                if line is not None:
+                    print(line, file=sys.stderr, flush=True)
 
         with ThreadPoolExecutor(max_workers=max(self.args.concurrency, 64)) as pool:
             for i in range(len(order)):
@@ -673,6 +694,7 @@ class Run:
         names = list(DEPTH_ATTRIBUTES)
         started = time.monotonic()
         quiet = 0
+        report_at = 10.0
         last: dict[str, int] = {}
         while time.monotonic() - started < self.args.settle_timeout:
             attrs = sqs.get_queue_attributes(
@@ -682,6 +704,16 @@ class Run:
             quiet = quiet + 1 if not any(last.values()) else 0
             if quiet >= 3:
                 return round(time.monotonic() - started, 1), last
+            waited = time.monotonic() - started
+            if waited >= report_at:
+                report_at += 10
+                queued = ", ".join(f"{k} {v}" for k, v in sorted(last.items()))
+                print(
+                    f"[{self.now():7.1f} s] settling {waited:.0f} s (up to "
+                    f"{self.args.settle_timeout:.0f} s): main queue {queued}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             time.sleep(1)
         return None, last
 
@@ -790,6 +822,14 @@ def run(args: argparse.Namespace) -> int:
             f"webhook-pipeline chaos: unknown source(s) {unknown} or --count < 1", file=sys.stderr
         )
         return 2
+    print(
+        f"chaos: {args.count} copies at {args.rate:g}/s: the traffic takes about "
+        f"{args.count / args.rate:.0f} s at most (bursts shorten it, retries lengthen it), after "
+        "starting a local stack (about 10-60 s) and before the settle (seconds when the stack "
+        f"keeps up, at most --settle-timeout {args.settle_timeout:.0f} s) and the reconciliation",
+        file=sys.stderr,
+        flush=True,
+    )
     with local_stack(args) as (state, ready, redis, started_here):
         chaos = Run(args, state, ready, redis)
         order = chaos.plan(args.sources)

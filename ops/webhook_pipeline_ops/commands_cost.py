@@ -774,6 +774,10 @@ def usage_from(
 # ------------------------------------------------------------------------------ the command
 
 
+#: Webhook requests a month when ``--per-month`` is not given.
+DEFAULT_PER_MONTH = 1e6
+
+
 def register(subparsers: Any) -> None:
     """Add ``cost``."""
     parser = subparsers.add_parser(
@@ -785,9 +789,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--per-month",
         type=float,
-        required=True,
+        default=DEFAULT_PER_MONTH,
         metavar="N",
-        help="webhook requests a month (e.g. 1e6)",
+        help="webhook requests a month (default 1e6, the README's figure; e.g. 1e8)",
     )
     parser.add_argument(
         "--duplicate-share",

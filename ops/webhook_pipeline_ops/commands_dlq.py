@@ -4,7 +4,8 @@ Each message is received and made visible again at once (visibility 0), so nothi
 the peek does add one to each message's receive count: ``receive_count`` counts every receive
 so far, on the main queue and in the DLQ, this peek's own included. Bodies (which may hold
 personal data) are shown only with ``--show-body``. SQS does not return messages oldest first: a
-peek of N shows some N messages, not the N oldest.
+peek of N shows some N messages, not the N oldest. A credential the provider puts in the body
+(Google Ads' ``google_key``) is shown as ``[redacted]``, in the payload and in the envelope.
 
 ``reason``: SQS's redrive records none, so the processor keeps a failure note per message id
 for failures retries do not fix (malformed envelope, a request DynamoDB rejects, a failing
@@ -23,12 +24,12 @@ import binascii
 from datetime import UTC, datetime
 from typing import Any
 
-from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError
 from webhook_pipeline.replay.ports import DlqMessage
 
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
+from webhook_pipeline_ops.credentials import shown_body
 from webhook_pipeline_ops.output import human_age, print_json, print_table
 
 COLUMNS = ("source", "delivery_id", "event_type", "receive_count", "reason", "age", "message_id")
@@ -96,9 +97,15 @@ def describe(
         row["body"] = message.body
         if envelope is not None and envelope.body_b64 is not None:
             try:
-                row["payload"] = base64.b64decode(envelope.body_b64).decode("utf-8", "replace")
+                raw = base64.b64decode(envelope.body_b64)
             except (binascii.Error, ValueError):
                 row["payload"] = None
+            else:
+                shown = shown_body(envelope.source, raw)
+                row["payload"] = shown.decode("utf-8", "replace")
+                if shown != raw:  # the envelope as shown carries the redacted body too
+                    redacted = base64.b64encode(shown).decode()
+                    row["body"] = envelope.model_copy(update={"body_b64": redacted}).to_json()
         elif envelope is not None and envelope.body_ref is not None:
             row["payload"] = f"s3://{envelope.body_ref.bucket}/{envelope.body_ref.key}"
     return row
@@ -122,6 +129,8 @@ def peek_rows(aws: Aws, max_messages: int, show_body: bool) -> list[dict[str, An
     QueueOperationError
         SQS failed (its cause is the botocore error, e.g. a connection error).
     """
+    from webhook_pipeline.adapters.sqs_replay import SqsDeadLetterQueue
+
     dlq = SqsDeadLetterQueue(aws.client("sqs"), aws.resources.require("dlq_url"))
     store = None
     if aws.resources.table:

@@ -16,14 +16,8 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from botocore.config import Config
-from webhook_pipeline.adapters.sqs_replay import (
-    SqsDeadLetterQueue,
-    SqsReplaySender,
-    queue_attributes,
-)
 from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.replay.report import MessageResult, summary
 from webhook_pipeline.replay.request import ReplayRequest
@@ -32,10 +26,20 @@ from webhook_pipeline.replay.run import replay
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import Progress, print_json, print_table
 
-#: Lambda invocations may run up to 15 minutes; never retry one (it could replay twice as much).
-LAMBDA_CONFIG = Config(
-    connect_timeout=5, read_timeout=910, retries={"mode": "standard", "total_max_attempts": 1}
-)
+if TYPE_CHECKING:
+    from botocore.config import Config
+
+
+def lambda_config() -> Config:
+    """Lambda invocations may run up to 15 minutes; never retry one (it could replay twice as
+    much)."""
+    from botocore.config import Config
+
+    return Config(
+        connect_timeout=5, read_timeout=910, retries={"mode": "standard", "total_max_attempts": 1}
+    )
+
+
 FAILED_STOPS = ("send_failures", "receive_failed")
 LISTED_COLUMNS = (
     "source",
@@ -184,6 +188,12 @@ def run_direct(
     QueueOperationError
         The DLQ cannot be read at all (its cause is the botocore error).
     """
+    from webhook_pipeline.adapters.sqs_replay import (
+        SqsDeadLetterQueue,
+        SqsReplaySender,
+        queue_attributes,
+    )
+
     resources = aws.resources
     dlq_url = resources.require("dlq_url")
     queue_url = resources.require("queue_url")
@@ -241,7 +251,7 @@ def _run_here(
 
 def _invoke_function(aws: Aws, request: ReplayRequest) -> dict[str, Any]:
     name = aws.resources.require("replay_function")
-    client = aws.client("lambda", config=LAMBDA_CONFIG)
+    client = aws.client("lambda", config=lambda_config())
     payload = request.model_dump(mode="json", exclude_none=True)
     response = client.invoke(
         FunctionName=name, InvocationType="RequestResponse", Payload=json.dumps(payload).encode()

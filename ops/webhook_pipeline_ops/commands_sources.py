@@ -14,7 +14,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
 from webhook_pipeline.secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 
@@ -135,6 +134,8 @@ def check_secret(
     client: SecretsManagerClient, prefix: str, source: ResolvedSource
 ) -> tuple[str, str]:
     """``(status, detail)`` of one source's secret: ``ok``, ``missing`` or ``invalid``."""
+    from botocore.exceptions import ClientError
+
     name = f"{prefix}{source.secret}"
     try:
         value = client.get_secret_value(SecretId=name).get("SecretString") or ""

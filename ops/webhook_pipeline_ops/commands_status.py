@@ -18,9 +18,6 @@ import argparse
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-from webhook_pipeline.adapters.sqs_replay import queue_attributes
-
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.output import human_age, print_json, print_table
 
@@ -41,6 +38,8 @@ def register(subparsers: Any) -> None:
 
 def queue_status(aws: Aws, label: str, url: str) -> dict[str, Any]:
     """Counters of one queue (and, when CloudWatch has it, the oldest message's age)."""
+    from webhook_pipeline.adapters.sqs_replay import queue_attributes
+
     attributes = queue_attributes(aws.client("sqs"), url)
     name = url.rstrip("/").rsplit("/", 1)[-1]
     oldest = oldest_age_seconds(aws, name)
@@ -58,6 +57,8 @@ def queue_status(aws: Aws, label: str, url: str) -> dict[str, Any]:
 
 def oldest_age_seconds(aws: Aws, queue_name: str) -> float | None:
     """Latest ``ApproximateAgeOfOldestMessage`` (seconds), ``None`` without data points."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
     now = datetime.now(UTC)
     try:
         response = aws.client("cloudwatch").get_metric_statistics(

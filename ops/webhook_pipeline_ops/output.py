@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, TextIO
 
@@ -134,3 +135,23 @@ def command_name() -> str:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
         return os.fspath(script)
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` that ends each option's text with ``(default: X)``, except where there is no
+    default to show (``None``, a flag's ``False``) or the text already names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        shown = action.default
+        if shown is None or shown is False or shown == argparse.SUPPRESS or "%(default)" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+def utc_time(moment: datetime) -> str:
+    """The one time format of the console and the CLI's tables: ``YYYY-MM-DD HH:MM:SS.mmm UTC``
+    (a naive ``moment`` is taken as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"

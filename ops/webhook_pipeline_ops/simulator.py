@@ -36,6 +36,8 @@ from typing import Any
 from webhook_pipeline.providers.samples import SignedRequest
 from webhook_pipeline.sources import ResolvedSource as Source
 
+from webhook_pipeline_ops.output import DefaultsHelpFormatter
+
 DEFAULT_URL = "http://127.0.0.1:3000"
 MAX_RETRY_WAIT_SECONDS = 5.0
 
@@ -453,6 +455,7 @@ def register(subparsers: Any) -> None:
         "send",
         help="sign and send realistic webhooks (local stack or a deployed URL)",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument(
         "--source",
@@ -460,10 +463,10 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="source(s) to send as (repeatable or comma-separated; default: all)",
     )
-    p.add_argument("--count", type=int, default=5, help="unique deliveries per source (5)")
-    p.add_argument("--rate", type=float, default=20.0, help="requests per second (20)")
+    p.add_argument("--count", type=int, default=5, help="unique deliveries per source")
+    p.add_argument("--rate", type=float, default=20.0, help="requests per second")
     p.add_argument("--burst", action="store_true", help="send everything at once (64 at a time)")
-    p.add_argument("--concurrency", type=int, default=8, help="parallel senders when paced (8)")
+    p.add_argument("--concurrency", type=int, default=8, help="parallel senders when paced")
     p.add_argument(
         "--duplicates",
         type=float,
@@ -476,13 +479,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="send each resource's events in swapped pairs (newer first)",
     )
-    p.add_argument("--resources", type=int, default=1, help="distinct resources per source (1)")
+    p.add_argument("--resources", type=int, default=1, help="distinct resources per source")
     p.add_argument("--timeout", type=float, default=10.0, help="sender-side timeout, seconds")
     p.add_argument(
         "--retries",
         type=int,
         default=2,
-        help="resends of the same delivery after a timeout or 5xx (2)",
+        help="resends of the same delivery after a timeout or 5xx",
     )
     p.add_argument(
         "--url",

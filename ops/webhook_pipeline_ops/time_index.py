@@ -110,6 +110,9 @@ class ReadStats:
 
     queries: int = 0
     scanned: int = 0
+    #: Records read from the table itself (``BatchGetItem``), for attributes the index does not
+    #: project.
+    base_reads: int = 0
 
 
 @dataclass
@@ -366,8 +369,52 @@ def resource_history(
     items = list(itertools.islice(walk, max_items + 1))
     truncated = len(items) > max_items
     items = items[:max_items]
+    receipt_watermarks(client, table, items, stats)
     items.sort(key=lambda i: (i.get("sequence") is None, i.get("sequence") or 0, i[TIME_KEY]))
     return items, truncated
+
+
+def receipt_watermarks(
+    client: DynamoDBClient,
+    table: str,
+    items: list[dict[str, Any]],
+    stats: ReadStats | None = None,
+    attempts: int = 5,
+) -> None:
+    """Set each item's ``watermark_at_receipt`` (when its record has one) from the table itself.
+
+    The ``ByReceivedTime`` index does not project it, and changing a deployed index's projection
+    means replacing the index (CloudFormation cannot delete and re-create an index of the same
+    name in one update): the records are read by key instead, with ``BatchGetItem`` (100 keys a
+    request, eventually consistent, only ``pk``, ``sk`` and the watermark). Unprocessed keys
+    are asked again, ``attempts`` times at most; records still unread keep no watermark.
+
+    Raises
+    ------
+    botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError
+        From DynamoDB.
+    """
+    by_key = {(i["pk"], i["sk"]): i for i in items if "pk" in i and "sk" in i}
+    keys = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in by_key]
+    for start in range(0, len(keys), 100):
+        request: Any = {
+            table: {
+                "Keys": keys[start : start + 100],
+                "ProjectionExpression": "pk, sk, watermark_at_receipt",
+            }
+        }
+        for _ in range(attempts):
+            answer = client.batch_get_item(RequestItems=request)
+            for raw in answer.get("Responses", {}).get(table, []):
+                found = plain(raw)
+                if stats is not None:
+                    stats.base_reads += 1
+                if "watermark_at_receipt" in found:
+                    item = by_key[(found["pk"], found["sk"])]
+                    item["watermark_at_receipt"] = found["watermark_at_receipt"]
+            request = answer.get("UnprocessedKeys") or {}
+            if not request:
+                break
 
 
 def plain(item: dict[str, Any]) -> dict[str, Any]:
@@ -392,6 +439,7 @@ __all__ = [
     "iter_deliveries",
     "list_deliveries",
     "plain",
+    "receipt_watermarks",
     "resource_history",
     "time_bound",
 ]

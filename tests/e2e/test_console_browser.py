@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -463,6 +464,9 @@ def test_the_health_page_shows_queues_charts_and_alarms(
     assert chart.find_elements("css selector", "canvas")
     alarms = browser.find_element("id", "alarms").text
     assert "DeadLetterQueueDepthAlarm" in alarms and "MainQueueDepthAlarm" in alarms
+    assert "NOT EVALUATED" in alarms and "not evaluated locally" in alarms
+    updated = browser.find_element("id", "health-updated").text
+    assert re.fullmatch(r"updated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC", updated), updated
     notes = browser.find_element("id", "health-notes").text
     assert "sampled by the console" in notes
     shot(browser, "12-health")

@@ -346,3 +346,157 @@ def test_slow_headers_and_idle_connections_are_closed(
     assert _raw(gw.port, b"", timeout=10) == b""  # connected, never sent a byte
     assert time.monotonic() - started < 8  # closed by the gateway, not by our 10 s timeouts
     assert fn.events == []
+
+
+# ------------------------------------------------------------------------------------------------
+# deadlines for the whole request head and body; a client that leaves; canonical paths only
+
+
+def _trickle(
+    port: int, data: bytes, gap: float, give_up: float, prefix: bytes = b""
+) -> tuple[float, bytes]:
+    """Send ``prefix`` at once, then ``data`` one byte every ``gap`` seconds until the server
+    closes (or ``give_up`` seconds pass); return the seconds the connection stayed open and
+    what the server sent."""
+    import socket
+    import time
+
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=give_up) as sock:
+        sock.settimeout(gap)
+        sock.sendall(prefix)
+        received = b""
+        for byte in data:
+            if time.monotonic() - started > give_up:
+                break
+            try:
+                sock.sendall(bytes([byte]))
+                chunk = sock.recv(65536)  # waits ``gap``: the pace of the trickle
+            except TimeoutError:
+                continue
+            except OSError:  # reset by the server
+                return time.monotonic() - started, received
+            if not chunk:
+                return time.monotonic() - started, received
+            received += chunk
+        return time.monotonic() - started, received
+
+
+def _short_deadline_gateway(fn: Any, **timeouts: float) -> Gateway:
+    gw = Gateway(
+        "127.0.0.1", 0, [Route(HttpRoute("POST", "/webhooks/{source}"), fn)], {},  # type: ignore[arg-type]
+        **timeouts,
+    )  # fmt: skip
+    gw.start()
+    return gw
+
+
+def test_a_slow_loris_head_is_cut_at_the_header_deadline_not_per_read() -> None:
+    # Given a header deadline of 1 s and a client sending one byte of its head every 0.2 s
+    fn = RecordingFunction({"statusCode": 202})
+    gw = _short_deadline_gateway(fn, header_timeout=1.0)
+    head = b"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\n" + b"X-Pad: " + b"a" * 200
+    try:
+        held, _ = _trickle(gw.port, head, gap=0.2, give_up=8.0)
+    finally:
+        gw.stop()
+    # Then the connection is closed about 1 s after its first byte, not kept while bytes trickle
+    assert held < 4.0, f"the connection stayed open {held:.1f} s"
+    assert fn.events == []
+
+
+def test_a_trickled_body_is_a_408_at_the_body_deadline() -> None:
+    fn = RecordingFunction({"statusCode": 202})
+    gw = _short_deadline_gateway(fn, body_timeout=1.0)
+    head = b"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+    try:
+        raw = _raw(gw.port, head, timeout=5)  # the head at once, then nothing of the body
+        body = b"{" + b" " * 98 + b"}"
+        held, answer = _trickle(gw.port, body, gap=0.2, give_up=8.0, prefix=head)
+    finally:
+        gw.stop()
+    assert _status(raw) == 408
+    assert _status(answer) == 408 and held < 4.0, f"held {held:.1f} s, answered {answer[:40]!r}"
+    assert fn.events == []
+
+
+def test_a_client_gone_before_its_answer_is_logged_with_the_status_it_was_answered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import socket
+    import struct
+    import threading
+
+    # Given a function that answers 401 only once the client has closed its connection (RST)
+    closed, logged = threading.Event(), threading.Event()
+    seen: list[tuple[str, str, int]] = []
+
+    class AfterClose(RecordingFunction):
+        def invoke(self, event: dict[str, Any]) -> Any:
+            assert closed.wait(10)
+            return {"statusCode": 401, "body": '{"status":"rejected"}'}
+
+    def on_request(method: str, path: str, status: int, ms: float) -> None:
+        seen.append((method, path, status))
+        logged.set()
+
+    gw = Gateway(
+        "127.0.0.1", 0, [Route(HttpRoute("POST", "/webhooks/{source}"), AfterClose())], {},  # type: ignore[arg-type]
+        on_request=on_request,
+    )  # fmt: skip
+    gw.start()
+    caplog.set_level("INFO", logger="webhook_pipeline_ops.local.http_gateway")
+    try:
+        sock = socket.create_connection(("127.0.0.1", gw.port), timeout=5)
+        sock.sendall(b"POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        closed.set()
+        assert logged.wait(10)
+    finally:
+        gw.stop()
+    # Then the request is counted with the 401 it was answered, and the disconnect is logged
+    assert seen == [("POST", "/webhooks/stripe", 401)]
+    assert any(
+        "answered 401" in r.getMessage() and "disconnected" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "//webhooks/twilio",
+        "/webhooks//twilio",
+        "/webhooks/./twilio",
+        "/./webhooks/twilio",
+        "/x/../webhooks/twilio",
+        "/webhooks/%2e%2e",
+        "/webhooks/a%2Fb",
+        "/webhooks/a%5cb",
+        "/webhooks/twilio/",
+    ],
+)
+def test_a_path_that_is_not_exactly_webhooks_source_is_a_404(gateway: Any, target: str) -> None:
+    gw, fn = gateway
+    assert _request(gw.port, "POST", target, b"{}", []).status == 404
+    assert fn.events == []
+    # and the canonical path still reaches the function, with the source as sent
+    assert _request(gw.port, "POST", "/webhooks/twilio", b"{}", []).status == 202
+    assert fn.events[0]["pathParameters"] == {"source": "twilio"}
+
+
+def test_a_text_plain_answer_and_the_gateways_own_answers_are_nosniff() -> None:
+    # Given a function answering a reflected token as text/plain (Microsoft Graph's handshake)
+    fn = RecordingFunction(
+        {"statusCode": 200, "headers": {"content-type": "text/plain"}, "body": "<b>tok</b>"}
+    )
+    gw = _short_deadline_gateway(fn)
+    try:
+        reflected = _request(gw.port, "POST", "/webhooks/graph?validationToken=x", b"", [])
+        missing = _request(gw.port, "POST", "/nowhere", b"", [])
+    finally:
+        gw.stop()
+    assert reflected.status == 200 and reflected.read() == b"<b>tok</b>"
+    assert reflected.getheader("X-Content-Type-Options") == "nosniff"
+    assert missing.status == 404 and missing.getheader("X-Content-Type-Options") == "nosniff"

@@ -63,6 +63,10 @@ def provision(region: str = "us-east-1") -> dict[str, str]:
         "PAYLOAD_BUCKET": "payloads",
         "SECRETS_PREFIX": SECRETS_PREFIX,
         "GATE_COOLDOWN_SECONDS": "0",
+        # The longest budget the settings allow: a batched POST stops sending when its budget
+        # runs out, and on a busy machine the first request (building the AWS clients) can take
+        # seconds. Tests of the budget set their own (and a clock or a Lambda context).
+        "INGEST_TIME_BUDGET_MS": "29000",
         # Serve every provider as the local stack does (one example source per provider no
         # source of the sources file uses), so tests reach each one through the real handler.
         "SOURCES_CATALOGUE": "true",

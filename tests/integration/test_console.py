@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -408,6 +409,15 @@ def test_resource_page_shows_the_deliveries_in_sequence_order_stale_marked(
     rows = re.findall(r'data-delivery-id="(e\d+)" data-outcome="(\w+)"', page.text)
     assert rows == [("e10", "stale"), ("e20", "applied"), ("e25", "stale"), ("e30", "applied")]
     assert '<dd id="watermark">30</dd>' in page.text
+    # A stale row shows the watermark that made it stale (kept on its record, read by key: the
+    # index does not hold it); received 20, 10, 30, 25: 10 found 20 and 25 found 30
+    at_receipt = re.findall(r'<td class="num watermark-at-receipt">([^<]*)</td>', page.text)
+    assert at_receipt == ["20", "-", "30", "-"]
+    # and every column has its header
+    history = page.text.split('<table class="list" id="history">', 1)[1].split("</table>", 1)[0]
+    headers = re.findall(r"<th>([^<]*)</th>", history.split("</thead>", 1)[0])
+    first_row = history.split("<tbody>", 1)[1].split("</tr>", 1)[0]
+    assert len(headers) == first_row.count("<td") == 7 and all(headers), headers
 
 
 def test_an_aws_failure_is_a_page_not_a_traceback(console: Console) -> None:
@@ -419,6 +429,9 @@ def test_an_aws_failure_is_a_page_not_a_traceback(console: Console) -> None:
 
 
 # ------------------------------------------------------------------------------------- health
+
+
+CONSOLE_TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC"
 
 
 def test_health_reads_the_stack_metrics_and_alarms(console: Console) -> None:
@@ -465,9 +478,33 @@ def test_health_reads_the_stack_metrics_and_alarms(console: Console) -> None:
     assert series["rejected"]["v"] == [4.0]
     assert series["signature_invalid"]["hidden"] is True
     assert [a["name"] for a in doc["alarms"]] == ["DeadLetterQueueDepthAlarm-ABC"]
+    assert re.fullmatch(CONSOLE_TIME, doc["alarms"][0]["since"]), doc["alarms"][0]["since"]
     queues = {q["queue"]: q for q in doc["queues"]}
     assert queues["dlq"]["depth"] == 1
     assert doc["errors"] == []
+    # The local stack's alarms (moto: never evaluated) say so instead of "OK / Unchecked"
+    args = build_parser().parse_args(
+        ["console", "--queue-url", console.main_url, "--dlq-url", console.dlq_url,
+         "--table", console.table]
+    )  # fmt: skip
+    local = Backend(Aws(args), Target(local=True, label="local", stack=STACK, region="us-east-1"))
+    [alarm] = local.health()["alarms"]
+    assert alarm["state"] == "NOT EVALUATED"
+    assert alarm["reason"].startswith("not evaluated locally") and "moto" in alarm["reason"]
+
+
+def test_every_page_shows_times_in_one_format(console: Console) -> None:
+    store = DynamoDBDeliveryStore(console.ddb, console.table)
+    store.record(record("evt_t", datetime.now(UTC) - timedelta(minutes=1), resource="cus_t",
+                        sequence=1))  # fmt: skip
+    stamp = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?(?: UTC|Z|[+-]\d\d:\d\d)?")
+    for path in (
+        "/delivery?source=stripe&id=evt_t",
+        "/resource?source=stripe&key=cus_t",
+        "/deliveries",
+    ):
+        found = [t.strip() for t in stamp.findall(console.get(path).text)]
+        assert found and all(re.fullmatch(CONSOLE_TIME, t) for t in found), (path, found)
 
 
 # ------------------------------------------------------------------------------------- command

@@ -210,12 +210,13 @@ def test_claim_check_threshold_is_inclusive(make_ingest: Callable[..., IngestHar
     [
         ("x" * 256, 202),
         ("x" * 257, 400),
-        ("\u00e9" * 256, 202),  # 256 characters, 512 UTF-8 bytes: the limit counts characters
-        ("\u00e9" * 257, 400),
-        ("\U0001f600" * 256, 202),  # 1024 UTF-8 bytes
+        ("\u00e9" * 128, 202),  # 128 characters, 256 UTF-8 bytes: the limit counts bytes
+        ("\u00e9" * 128 + "x", 400),
+        ("\U0001f600" * 64, 202),
+        ("\U0001f600" * 256, 400),  # 256 characters, 1,024 bytes: its time index key did not fit
     ],
 )
-def test_delivery_id_length_limit_counts_characters(
+def test_delivery_id_length_limit_counts_utf8_bytes(
     ingest: IngestHarness, redis_url: str, delivery_id: str, expected: int
 ) -> None:
     code, answer = status(ingest, http_api_event(delivery("github", delivery_id=delivery_id)))

@@ -21,7 +21,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from webhook_pipeline.hooks import Effects, HookEvent
 from webhook_pipeline.settings import AwsClientSettings
-from webhook_pipeline_ops.commands_replay import LAMBDA_CONFIG
+from webhook_pipeline_ops.commands_replay import lambda_config
 from webhook_pipeline_ops.local.faults import (
     CRASH_EXIT_STATUS,
     FAULTS_DIR_VARIABLE,
@@ -294,7 +294,7 @@ def test_the_replay_command_never_retries_a_lambda_invocation() -> None:
             "lambda",
             endpoint_url=f"http://127.0.0.1:{server.server_port}",
             region_name="us-east-1",
-            config=LAMBDA_CONFIG,
+            config=lambda_config(),
             **CREDENTIALS,
         )
         with pytest.raises(ClientError) as caught:

@@ -123,6 +123,7 @@ def test_every_handshake_is_answered_without_redis_or_aws_queues_and_is_counted(
         response = ingest.invoke(handshake_event(source, handshake, int(time.time())))
         assert response["statusCode"] == 200, (name, response)
         assert response["headers"]["content-type"] == content_type
+        assert response["headers"]["x-content-type-options"] == "nosniff"  # a reflected token
         if keys is not None:
             assert set(json.loads(response["body"])) == keys
         else:

@@ -3,9 +3,11 @@ sender signed."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from webhook_pipeline.errors import BadDeliveryError
-from webhook_pipeline.fields import FieldLocation, parse_body, read_value
+from webhook_pipeline.fields import FieldLocation, json_array_items, parse_body, read_value
 from webhook_pipeline.http import WebhookRequest, public_url
 
 pytestmark = pytest.mark.unit
@@ -154,3 +156,20 @@ def test_a_form_field_given_twice_with_one_value_or_another_field_repeated_is_re
     body = b"MessageSid=SM1&MessageStatus=sent&MessageStatus=sent&Digits=1&Digits=2"
     assert _form_read(body, FieldLocation(body=["MessageSid", "MessageStatus"])) == "SM1:sent"
     assert parse_body(body, "form").repeated == frozenset({"Digits"})
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        (b'{"events":[{"id":"first"}],"events":[{"id":"last"}]}', "events"),
+        (b'{"a":{"v":[{"id":"first"}]},"a":{"v":[{"id":"last"}]}}', "a.v"),
+        (b'{"a":{"v":[{"id":"first"}],"v":[{"id":"last"}]}}', "a.v"),
+    ],
+)
+def test_the_batch_split_reads_a_key_given_twice_as_json_loads_does(body: bytes, path: str) -> None:
+    expected = json.loads(body)
+    for part in path.split("."):
+        expected = expected[part]
+    items = json_array_items(body, path)
+    assert [item.document for item in items] == expected == [{"id": "last"}]
+    assert [json.loads(item.raw) for item in items] == expected

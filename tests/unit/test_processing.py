@@ -482,7 +482,8 @@ def test_unimportable_hooks_module_fails_loudly() -> None:
 def test_settings_require_table_and_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TABLE_NAME", raising=False)
     monkeypatch.setenv("PAYLOAD_BUCKET", "payloads")
-    with pytest.raises(ConfigurationError, match="table_name"):
+    # the error names the environment variable an operator sets, not the field
+    with pytest.raises(ConfigurationError, match="variable 'TABLE_NAME': Field required"):
         ProcessorSettings.load()
 
 

@@ -14,6 +14,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
 
+from webhook_pipeline.bounds import (
+    MAX_DELIVERY_ID_BYTES,
+    MAX_EVENT_TYPE_BYTES,
+    MAX_RESOURCE_KEY_BYTES,
+    utf8_size,
+)
 from webhook_pipeline.errors import MalformedEnvelopeError
 
 SCHEMA_VERSION: Literal[1] = 1  # the only version this code reads and writes
@@ -38,13 +44,16 @@ class Envelope(BaseModel):
     source : str
         Source name.
     delivery_id : str
-        The sender's delivery id (at most 256 characters).
+        The sender's delivery id (at most 256 UTF-8 bytes).
     received_at : datetime
         When the ingest function received the request (UTC).
     event_type : str | None
-        Event type, when the source defines where it is.
+        Event type, when the source defines where it is (at most 256 UTF-8 bytes).
     resource_key : str | None
-        The resource whose events must apply in order, when the source defines it.
+        The resource whose events must apply in order, when the source defines it (at most
+        1,024 UTF-8 bytes). The three bounds are the ingest's (``webhook_pipeline.bounds``),
+        checked again here so an envelope no ingest could have sent is ``malformed`` with that
+        reason instead of a key DynamoDB refuses.
     sequence : int | None
         The ordering value of this event for ``resource_key`` (greater is newer).
     headers : dict[str, str]
@@ -74,10 +83,10 @@ class Envelope(BaseModel):
 
     schema_version: Literal[1] = SCHEMA_VERSION
     source: str = Field(min_length=1, max_length=64)
-    delivery_id: str = Field(min_length=1, max_length=256)
+    delivery_id: str = Field(min_length=1)
     received_at: datetime
     event_type: str | None = None
-    resource_key: str | None = Field(default=None, max_length=1024)
+    resource_key: str | None = None
     sequence: StrictInt | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     body_b64: str | None = None
@@ -98,6 +107,13 @@ class Envelope(BaseModel):
             raise ValueError("resource_key and sequence go together")
         if (self.batch_index is None) != (self.batch_count is None):
             raise ValueError("batch_index and batch_count go together")
+        for name, value, bound in (
+            ("delivery_id", self.delivery_id, MAX_DELIVERY_ID_BYTES),
+            ("event_type", self.event_type, MAX_EVENT_TYPE_BYTES),
+            ("resource_key", self.resource_key, MAX_RESOURCE_KEY_BYTES),
+        ):
+            if value is not None and utf8_size(value) > bound:
+                raise ValueError(f"{name} is over {bound} UTF-8 bytes")
         return self
 
     @property
@@ -124,7 +140,9 @@ class Envelope(BaseModel):
             return cls.model_validate_json(text)
         except ValidationError as exc:
             problems = [
-                f"{'.'.join(str(p) for p in err['loc']) or 'envelope'}: {err['type']}"
+                f"{'.'.join(str(p) for p in err['loc']) or 'envelope'}: "
+                # this model's own checks name a rule, never a value: their message is kept
+                + (err["msg"] if err["type"] == "value_error" else err["type"])
                 for err in exc.errors(include_url=False, include_input=False, include_context=False)
             ]
             raise MalformedEnvelopeError(

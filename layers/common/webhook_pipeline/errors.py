@@ -80,6 +80,14 @@ class EnqueueError(IngestError):
     reason = "enqueue_failed"
 
 
+class TimeBudgetError(EnqueueError):
+    """A batched POST ran out of its time budget before every event was enqueued: 503 +
+    ``Retry-After``. The events enqueued stay confirmed; the claims of the others are released,
+    so the sender's retry enqueues only those."""
+
+    reason = "time_budget_exhausted"
+
+
 class GateUnavailableError(PipelineError):
     """Redis did not answer within its timeout (connection refused, timeout, protocol error)."""
 

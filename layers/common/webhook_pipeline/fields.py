@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from webhook_pipeline.errors import BadDeliveryError
 from webhook_pipeline.http import header_value
 
-MAX_DELIVERY_ID_LENGTH = 256
 # Sequences are stored as DynamoDB numbers: 38 significant digits at most.
 MAX_SEQUENCE_DIGITS = 38
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

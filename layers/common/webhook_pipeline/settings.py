@@ -10,6 +10,7 @@ or region. AWS clients are built from these settings only, by
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import ClassVar, Literal, Self
 
@@ -17,6 +18,7 @@ from botocore.config import Config
 from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from webhook_pipeline.config_errors import describe_settings_error
 from webhook_pipeline.errors import ConfigurationError
 
 MAX_INLINE_BODY_BYTES = 180_000
@@ -49,7 +51,7 @@ class _Settings(BaseSettings):
         try:
             return cls()
         except ValidationError as exc:
-            raise ConfigurationError(f"{cls.__name__} are invalid:\n{exc}") from exc
+            raise ConfigurationError(describe_settings_error(exc, cls)) from None
 
 
 class AwsClientSettings(_Settings):
@@ -212,6 +214,15 @@ class IngestSettings(AwsClientSettings):
             self.SEQUENTIAL_AWS_CALLS * self.worst_call_seconds()
             + self.SEQUENTIAL_REDIS_COMMANDS * redis
         )
+
+    def batch_chunk_reserve_ms(self) -> int:
+        """Milliseconds a batched POST must still have before one more ``SendMessageBatch``
+        chunk: the worst case of that call, of the Redis command confirming its claims and of
+        the one releasing the claims left, so the handler answers 503 within
+        ``INGEST_TIME_BUDGET_MS`` whatever the batch's size."""
+        redis = (self.redis_connect_timeout_ms + self.redis_read_timeout_ms) / 1000
+        worst = self.worst_call_seconds() + self.SEQUENTIAL_REDIS_COMMANDS * redis
+        return math.ceil(worst * 1000)
 
     def extra_provider_modules(self) -> list[str]:
         """``PROVIDER_MODULES`` as a list of dotted module names."""

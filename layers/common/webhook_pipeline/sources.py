@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from webhook_pipeline.config_errors import describe_validation_error
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.observability import logger
@@ -45,6 +46,7 @@ from webhook_pipeline.providers.registry import (
     load_provider_modules,
     provider_class,
 )
+from webhook_pipeline.redaction import refuse_credentials
 from webhook_pipeline.secrets import SourceSecret
 
 DEFAULT_SOURCES_FILE = Path(__file__).resolve().parent.parent / "sources.toml"
@@ -86,7 +88,8 @@ class Source(BaseModel):
         Disabled sources answer 404.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a string where a number or a boolean belongs is an error, not converted
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(pattern=SOURCE_NAME_PATTERN)
     provider: str
@@ -198,6 +201,7 @@ def resolve(source: Source) -> ResolvedSource:
     }
     if body_format == "raw" and any(loc and loc.body for loc in locations.values()):
         raise ConfigurationError(f"{where}: body fields need body_format json or form, not raw")
+    refuse_credentials(where, provider, locations, source.forward_headers)
     unsigned = tuple(
         name
         for name, loc in locations.items()
@@ -277,29 +281,34 @@ def warn_unsigned(sources: Mapping[str, ResolvedSource]) -> None:
             )
 
 
-def parse_sources(data: Mapping[str, Any]) -> dict[str, Source]:
+def parse_sources(data: Mapping[str, Any], file: str = "sources file") -> dict[str, Source]:
     """Validate a parsed sources document and return the sources by name (not yet resolved).
 
     Raises
     ------
     ConfigurationError
-        On any schema error (the message names the source and the field).
+        On any schema error: one line per error naming ``file``, the source and the key, with
+        the nearest valid key for an unknown one (:mod:`webhook_pipeline.config_errors`).
     """
     raw_sources = data.get("sources")
     if not isinstance(raw_sources, Mapping) or not raw_sources:
-        raise ConfigurationError("sources file: no [sources.<name>] tables")
+        raise ConfigurationError(f"{file}: no [sources.<name>] tables")
     sources: dict[str, Source] = {}
     for name, body in raw_sources.items():
         if isinstance(body, Mapping) and "scheme" in body:
             raise ConfigurationError(
-                f"source {name!r}: 'scheme' is now 'provider' (and 'scheme_options' 'options')"
+                f"{file}: [sources.{name}] 'scheme' is now 'provider' (and 'scheme_options' "
+                "'options')"
             )
         try:
             sources[name] = Source.model_validate(
                 {**dict(body), "name": name} if isinstance(body, Mapping) else body
             )
         except ValidationError as exc:
-            raise ConfigurationError(f"source {name!r} is invalid:\n{exc}") from exc
+            detail = describe_validation_error(
+                exc, file=file, table=f"sources.{name}", model=Source
+            )
+            raise ConfigurationError(detail) from None
     return sources
 
 
@@ -329,10 +338,14 @@ def load_sources(
         File missing, not TOML, or invalid (see :func:`parse_sources` and :func:`resolve`).
     """
     load_provider_modules(provider_modules)
-    return {
-        name: resolve(_at_least(source, min_tolerance_seconds))
-        for name, source in _defined(path, catalogue).items()
-    }
+    file, defined = _defined(path, catalogue)
+    sources = {}
+    for name, source in defined.items():
+        try:
+            sources[name] = resolve(_at_least(source, min_tolerance_seconds))
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{file}: [sources.{name}] {exc}") from None
+    return sources
 
 
 def source_providers(path: str | Path | None = None, *, catalogue: bool = False) -> dict[str, str]:
@@ -344,18 +357,20 @@ def source_providers(path: str | Path | None = None, *, catalogue: bool = False)
     ConfigurationError
         As :func:`load_sources` for the file; a provider is not checked to exist here.
     """
-    return {name: source.provider for name, source in _defined(path, catalogue).items()}
+    return {name: source.provider for name, source in _defined(path, catalogue)[1].items()}
 
 
-def _defined(path: str | Path | None, catalogue: bool) -> dict[str, Source]:
-    """The file's sources and, with ``catalogue``, one per provider no source of it uses."""
-    defined = parse_sources(_read(path))
+def _defined(path: str | Path | None, catalogue: bool) -> tuple[Path, dict[str, Source]]:
+    """The file read and its sources and, with ``catalogue``, one per provider no source of it
+    uses."""
+    file, data = _read(path)
+    defined = parse_sources(data, str(file))
     if catalogue:
         used = {s.provider for s in defined.values()}
         for name, cls in all_providers().items():
             if name not in used and name not in defined:
                 defined[name] = Source(name=name, provider=name, options=dict(cls.example_options))
-    return defined
+    return file, defined
 
 
 def _at_least(source: Source, seconds: int) -> Source:
@@ -367,12 +382,12 @@ def _at_least(source: Source, seconds: int) -> Source:
     return source.model_copy(update={"tolerance_seconds": seconds})
 
 
-def _read(path: str | Path | None) -> dict[str, Any]:
-    """The parsed TOML sources file at ``path`` (default: next to the package)."""
+def _read(path: str | Path | None) -> tuple[Path, dict[str, Any]]:
+    """The TOML sources file at ``path`` (default: next to the package) and its parsed data."""
     file = Path(path) if path else DEFAULT_SOURCES_FILE
     try:
         with file.open("rb") as fh:
-            return tomllib.load(fh)
+            return file, tomllib.load(fh)
     except FileNotFoundError as exc:
         raise ConfigurationError(f"sources file not found: {file}") from exc
     except tomllib.TOMLDecodeError as exc:

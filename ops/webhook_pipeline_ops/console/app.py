@@ -30,7 +30,7 @@ from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline_ops.console.backend import Backend, describe_error
 from webhook_pipeline_ops.console.jobs import BusyError
 from webhook_pipeline_ops.console.security import TOKEN_HEADER, ConsoleGuard
-from webhook_pipeline_ops.output import human_age
+from webhook_pipeline_ops.output import human_age, utc_time
 from webhook_pipeline_ops.time_index import (
     MAX_PAGE,
     RECORD_OUTCOMES,
@@ -259,7 +259,9 @@ def create_app(backend: Backend, *, allowed_hosts: list[str], token: str) -> Any
             if isinstance(payload, str) and not payload.startswith("s3://"):
                 from webhook_pipeline_ops.console.bodies import body_view
 
-                row["body_view"] = body_view(payload.encode(), "envelope (inline body)")
+                row["body_view"] = body_view(
+                    payload.encode(), "envelope (inline body)", row.get("source")
+                )
         return page(
             request,
             "dlq.html",
@@ -458,14 +460,12 @@ def _when(value: Any) -> str:
             moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
         except ValueError:
             return str(value)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    return utc_time(moment)
 
 
 def _epoch(value: Any) -> str:
     try:
-        return datetime.fromtimestamp(int(value), UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return utc_time(datetime.fromtimestamp(int(value), UTC))
     except (TypeError, ValueError, OverflowError, OSError):
         return str(value)
 

@@ -218,7 +218,9 @@ class Backend:
             except Exception as exc:
                 doc["errors"].append(f"metrics: {describe_error(exc)}")
             try:
-                doc["alarms"] = health.alarms(self.cloudwatch, self.target.stack)
+                doc["alarms"] = health.alarms(
+                    self.cloudwatch, self.target.stack, local=self.target.local
+                )
             except Exception as exc:
                 doc["alarms"] = []
                 doc["errors"].append(f"alarms: {describe_error(exc)}")

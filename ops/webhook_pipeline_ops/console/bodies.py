@@ -5,7 +5,8 @@ inline limit; kept for ``PayloadExpirationDays``) for a recorded delivery, and t
 for a message in the DLQ. Inline bodies of recorded deliveries are not kept anywhere (the record
 keeps their size and SHA-256 only).
 
-Display: at most :data:`MAX_SHOWN_BYTES` of the body as text (invalid UTF-8 replaced), every
+Display: a credential the provider puts in the body redacted (``webhook_pipeline.redaction``),
+at most :data:`MAX_SHOWN_BYTES` of the body as text (invalid UTF-8 replaced), every
 character escaped by the templates (a ``<script>`` in a body is text), and when the whole body is
 JSON a collapsible tree (nested ``<details>``, built here with every string escaped).
 """
@@ -62,8 +63,13 @@ class BodyView:
     tree: Markup | None
 
 
-def body_view(raw: bytes, where: str) -> BodyView:
-    """Prepare ``raw`` for display (see the module docstring)."""
+def body_view(raw: bytes, where: str, source: str | None = None) -> BodyView:
+    """Prepare ``raw`` for display (see the module docstring), the credentials a provider puts
+    in the body (``credential_fields``) of ``source``'s provider replaced by ``[redacted]``
+    (of every provider's when ``source`` is ``None`` or unknown)."""
+    from webhook_pipeline_ops.credentials import shown_body
+
+    raw = shown_body(source, raw)
     truncated = len(raw) > MAX_SHOWN_BYTES
     text = raw[:MAX_SHOWN_BYTES].decode("utf-8", "replace")
     tree = None
@@ -161,5 +167,5 @@ def find_claim_check_body(
             continue
         raw = s3.get_object(Bucket=bucket, Key=entry["Key"])["Body"].read()
         if hashlib.sha256(raw).hexdigest() == sha256:
-            return body_view(raw, f"s3://{bucket}/{entry['Key']}")
+            return body_view(raw, f"s3://{bucket}/{entry['Key']}", source)
     return None

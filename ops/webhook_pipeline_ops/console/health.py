@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from webhook_pipeline_ops.output import utc_time
+
 if TYPE_CHECKING:
     from mypy_boto3_cloudwatch import CloudWatchClient
 
@@ -260,8 +262,19 @@ def metric_series(
     return out
 
 
-def alarms(cloudwatch: CloudWatchClient, stack: str) -> list[dict[str, Any]]:
-    """The stack's CloudWatch alarms: name (without the stack prefix), state, why, since when.
+#: The state shown for every alarm of the local stack: moto stores alarms, never evaluates them.
+NOT_EVALUATED = "NOT EVALUATED"
+NOT_EVALUATED_REASON = (
+    "not evaluated locally: the local stack's CloudWatch (moto) keeps the alarm as created "
+    "(state {state}, {reason!r}) and never evaluates it"
+)
+
+
+def alarms(cloudwatch: CloudWatchClient, stack: str, local: bool = False) -> list[dict[str, Any]]:
+    """The stack's CloudWatch alarms: name (without the stack prefix), state, why, since when
+    (:func:`webhook_pipeline_ops.output.utc_time`). With ``local`` every state is
+    :data:`NOT_EVALUATED` and the reason says why (moto's "OK / Unchecked: Initial alarm
+    creation" is no evaluation).
 
     Raises
     ------
@@ -273,15 +286,19 @@ def alarms(cloudwatch: CloudWatchClient, stack: str) -> list[dict[str, Any]]:
     for page in paginator.paginate(AlarmNamePrefix=f"{stack}-"):
         for alarm in [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]:
             updated = alarm.get("StateUpdatedTimestamp")
+            state, reason = alarm.get("StateValue", "?"), alarm.get("StateReason", "")
+            if local:
+                state, reason = (
+                    NOT_EVALUATED,
+                    NOT_EVALUATED_REASON.format(state=state, reason=reason),
+                )
             rows.append(
                 {
                     "name": alarm["AlarmName"].removeprefix(f"{stack}-"),
                     "full_name": alarm["AlarmName"],
-                    "state": alarm.get("StateValue", "?"),
-                    "reason": alarm.get("StateReason", ""),
-                    "since": updated.astimezone(UTC).isoformat(timespec="seconds")
-                    if updated
-                    else None,
+                    "state": state,
+                    "reason": reason,
+                    "since": utc_time(updated) if updated else None,
                     "description": alarm.get("AlarmDescription", ""),
                 }
             )

@@ -8,12 +8,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline_ops import simulator
+from webhook_pipeline_ops.local import secret_command, state_dir
 from webhook_pipeline_ops.local import stack as local_stack
+from webhook_pipeline_ops.local.function_log import keep_function_log
+from webhook_pipeline_ops.local.secret_command import SECRETS_MAX_AGE_VARIABLE
 from webhook_pipeline_ops.output import command_name
+
+if TYPE_CHECKING:
+    from webhook_pipeline.sources import ResolvedSource
 
 
 def register(subparsers: Any) -> None:
@@ -40,6 +48,13 @@ def register(subparsers: Any) -> None:
         default=90.0,
         help="seconds to wait for readiness with --background (90)",
     )
+    run.add_argument(
+        "--secrets-max-age",
+        type=int,
+        metavar="SECONDS",
+        help="seconds the ingest function caches a signing secret (default: its 300, as "
+        "deployed); short, `local secret set` takes effect sooner",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(func=_cmd_run)
 
@@ -54,6 +69,7 @@ def register(subparsers: Any) -> None:
     )
     local_stack.add_run_arguments(demo)
     demo.set_defaults(func=_cmd_demo, visibility_timeout_default=2)
+    secret_command.register(sub)
 
     simulator.register(subparsers)
 
@@ -102,13 +118,66 @@ def background_argv(args: argparse.Namespace) -> list[str]:
     for flag, name in (("--invoke-port", "invoke_port"), ("--ingest-workers", "ingest_workers")):
         if getattr(args, name, None) is not None:
             argv += [flag, str(getattr(args, name))]
+    if getattr(args, "secrets_max_age", None) is not None:
+        argv += ["--secrets-max-age", str(args.secrets_max_age)]
     if getattr(args, "verbose", False):
         argv.append("--verbose")
     return argv
 
 
+#: Set for the stack's workers once :func:`unsigned_summary` is printed: the ingest function then
+#: skips its per-source warning at each worker's start (a deployed one warns at every cold start).
+UNSIGNED_SUMMARY_VARIABLE = "WEBHOOK_PIPELINE_UNSIGNED_SUMMARY"
+
+
+def check_sources() -> tuple[str | None, dict[str, ResolvedSource]]:
+    """``(problem, sources)``: the reason the stack's sources file (``layers/common/sources.toml``
+    of the project, with every provider's catalogue source) cannot load, or ``None`` and the
+    sources. Checked before Redis, moto and provisioning start, so a bad file fails ``local run``
+    at once with the reason."""
+    from webhook_pipeline.errors import ConfigurationError
+    from webhook_pipeline.sources import load_sources
+
+    from webhook_pipeline_ops.local import project_root
+
+    try:
+        file = project_root() / "layers" / "common" / "sources.toml"
+        return None, load_sources(file, catalogue=True)
+    except ConfigurationError as exc:
+        return str(exc), {}
+
+
+def unsigned_summary(sources: Mapping[str, ResolvedSource]) -> str | None:
+    """One line naming the sources that read identity or ordering from fields their signature
+    does not cover (what the ingest function warns about per source), or ``None``."""
+    unsigned = {name: s.unsigned for name, s in sources.items() if s.unsigned}
+    if not unsigned:
+        return None
+    listed = ", ".join(f"{name} ({', '.join(fields)})" for name, fields in sorted(unsigned.items()))
+    return (
+        f"{len(unsigned)} of {len(sources)} sources read fields their signature does not cover "
+        "(a captured body resent with other values there is not detected by the signature; the "
+        f"gate and the body-consistency check are the only guard): {listed}. Deployed, the "
+        f"ingest function warns about each at every cold start; `{command_name()} sources "
+        "list` shows what each provider signs."
+    )
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.verbose)
+    problem, sources = check_sources()
+    if problem is not None:
+        print(f"webhook-pipeline local run: {problem}", file=sys.stderr)
+        return 2
+    if args.secrets_max_age is not None:  # the workers inherit the environment
+        if not 0 <= args.secrets_max_age <= 86_400:
+            print("webhook-pipeline local run: --secrets-max-age: 0 to 86400", file=sys.stderr)
+            return 2
+        os.environ[SECRETS_MAX_AGE_VARIABLE] = str(args.secrets_max_age)
+    summary = unsigned_summary(sources)
+    if summary is not None and not args.background:  # the background stack prints it itself
+        print(summary, flush=True)
+        os.environ[UNSIGNED_SUMMARY_VARIABLE] = "printed"  # inherited by every worker
     if args.background:
         try:
             ready = local_stack.start_background(
@@ -128,7 +197,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except local_stack.StackError as exc:
         print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
         return 2
-    return local_stack.run(options)
+    folder = state_dir(args.state_dir)
+    if local_stack.read_ready(folder) is not None:  # another stack's folder: it refuses to start
+        return local_stack.run(options)
+    function_log = keep_function_log(folder)  # for `audit --local` (a terminal is no file)
+    try:
+        return local_stack.run(options)
+    finally:
+        if function_log is not None:
+            function_log.stop()
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:

@@ -8,6 +8,9 @@ UTF-8 text), header names lower-cased and repeated headers joined with ``","``, 
 ``{statusCode, headers, body}`` answer is mapped back to HTTP as API Gateway does (a result
 without ``statusCode`` is sent as a JSON 200; a handler exception is a 500).
 
+Log lines and ``on_request`` see the request target with the values of credential query
+parameters (Mollie's token, Meta's ``hub.verify_token``) replaced by ``[redacted]``.
+
 Besides the routes: ``GET /health`` (readiness). The webhook gateway serves nothing else: the
 minimal Lambda ``Invoke`` endpoint (``POST /2015-03-31/functions/{name}/invocations``, so that
 boto3's ``lambda.invoke`` with ``AWS_ENDPOINT_URL_LAMBDA`` pointing at it reaches the local
@@ -16,9 +19,14 @@ functions) is a separate gateway (``serve_invoke=True``) the stack starts only w
 
 Requests a real front door refuses are refused here: a ``Content-Length`` that is not a
 non-negative integer, a malformed chunk size or a chunked body without its final chunk is a
-400; a request whose headers do not arrive within :data:`HEADER_TIMEOUT_SECONDS` or a kept-alive
-connection idle for :data:`IDLE_TIMEOUT_SECONDS` is closed; a body slower than
-:data:`BODY_TIMEOUT_SECONDS` between reads is a 408.
+400; a request whose line and headers are not all in within :data:`HEADER_TIMEOUT_SECONDS` (a
+deadline for the whole request head, however the bytes trickle in) or a kept-alive connection
+idle for :data:`IDLE_TIMEOUT_SECONDS` is closed; a body not all in within
+:data:`BODY_TIMEOUT_SECONDS` is a 408. A request target that is not a canonical path (a doubled
+slash, a ``.`` or ``..`` segment, an encoded ``/`` or ``\\``) matches no route: 404, as from API
+Gateway, which routes on the path as sent. Every answer carries ``X-Content-Type-Options:
+nosniff`` (the ingest function sets it itself, for the deployed API). A client that goes away
+before its answer is written is logged with the status it was answered and the disconnect.
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from webhook_pipeline.redaction import redact_target
+
+from webhook_pipeline_ops.credentials import query_credentials
 from webhook_pipeline_ops.local.provision import HttpRoute
 from webhook_pipeline_ops.local.runtime import LocalFunction
 
@@ -51,17 +62,47 @@ _TEXT_TYPES = re.compile(
 )
 _CHUNK_SIZE = re.compile(rb"^[0-9A-Fa-f]{1,8}$")
 _CONTENT_LENGTH = re.compile(r"^[0-9]{1,12}$")
-#: Seconds for a request's line and headers to arrive, and between two reads of its body.
+#: Seconds for a request's whole line and headers to arrive, and for its whole body.
 HEADER_TIMEOUT_SECONDS = 10.0
 BODY_TIMEOUT_SECONDS = 10.0
 #: Seconds a kept-alive connection may stay idle before the gateway closes it.
 IDLE_TIMEOUT_SECONDS = 30.0
 _LOOPBACK = ("127.", "::1", "localhost", "[::1]")
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
+_ENCODED_SEPARATOR = re.compile(r"%(2f|5c)", re.IGNORECASE)
+_DISCONNECTED = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
 class BadRequest(Exception):
     """The request cannot be framed (bad Content-Length, malformed chunk)."""
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads under one deadline: each ``recv`` waits only for what is left of it,
+    so a client trickling one byte at a time cannot extend it (raises :class:`TimeoutError`)."""
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        self.deadline = time.monotonic() + IDLE_TIMEOUT_SECONDS
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        self.sock.settimeout(left)
+        return int(self.sock.recv_into(buffer))
+
+
+def canonical_path(path: str) -> bool:
+    """Whether ``path`` (as sent, before any decoding) is one API Gateway would route as such:
+    no empty segment (``//``), no ``.`` or ``..`` segment (plain or percent-encoded), no encoded
+    ``/`` or ``\\``."""
+    if not path.startswith("/") or _ENCODED_SEPARATOR.search(path):
+        return False
+    return all(s and unquote(s) not in (".", "..") for s in path[1:].split("/"))
 
 
 def is_loopback(host: str) -> bool:
@@ -226,8 +267,23 @@ class Gateway:
         functions: Mapping[str, LocalFunction],
         on_request: Callable[[str, str, int, float], None] | None = None,
         serve_invoke: bool = False,
+        credential_params: frozenset[str] | None = None,
+        *,
+        header_timeout: float | None = None,
+        body_timeout: float | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
+        """``header_timeout``, ``body_timeout``, ``idle_timeout``: seconds (default the module's
+        ``HEADER_TIMEOUT_SECONDS``, ``BODY_TIMEOUT_SECONDS``, ``IDLE_TIMEOUT_SECONDS``)."""
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.idle_timeout = idle_timeout
         self.routes = routes
+        #: Query parameters whose values never reach a log line or ``on_request`` (default:
+        #: every credential parameter of the sources served, :mod:`..credentials`).
+        self.credential_params = (
+            query_credentials() if credential_params is None else credential_params
+        )
         self.functions = dict(functions)  # by physical and logical name, for Invoke
         self.on_request = on_request
         self.serve_invoke = serve_invoke
@@ -260,25 +316,42 @@ class Gateway:
 
             timeout = IDLE_TIMEOUT_SECONDS  # socket timeout while waiting for a request
 
+            def setup(self) -> None:
+                super().setup()
+                self.rfile.close()  # the socket's own file: its reads have no deadline
+                self._reader = _DeadlineReader(self.connection)
+                self.rfile = io.BufferedReader(self._reader)
+
+            def _deadline(self, seconds: float | None, default: float) -> None:
+                self._reader.deadline = time.monotonic() + (default if seconds is None else seconds)
+
             def log_message(self, format: str, *args: Any) -> None:
-                log.debug("%s - %s", self.address_string(), format % args)
+                message = format % args
+                if getattr(self, "path", ""):
+                    message = message.replace(self.path, self._shown_target())
+                log.debug("%s - %s", self.address_string(), message)
+
+            def _shown_target(self) -> str:
+                """The request target with credential query values redacted, for logs."""
+                return redact_target(self.path, gateway.credential_params)
 
             def handle_one_request(self) -> None:
-                # Idle wait for the first byte, then the header deadline for line and headers.
-                self.connection.settimeout(IDLE_TIMEOUT_SECONDS)
+                # Idle wait for the first byte, then one deadline for line and headers.
+                self._answered: int | None = None
+                self._deadline(gateway.idle_timeout, IDLE_TIMEOUT_SECONDS)
                 try:
-                    # rfile is buffered (StreamRequestHandler.rbufsize = -1): it can peek
+                    # rfile is buffered: it can peek
                     first = cast(io.BufferedReader, self.rfile).peek(1)[:1]
-                except TimeoutError:
+                except (TimeoutError, OSError):
                     self.close_connection = True
                     return
                 if not first:
                     self.close_connection = True
                     return
-                self.connection.settimeout(HEADER_TIMEOUT_SECONDS)
+                self._deadline(gateway.header_timeout, HEADER_TIMEOUT_SECONDS)
                 try:
                     super().handle_one_request()
-                except TimeoutError:
+                except (TimeoutError, *_DISCONNECTED):
                     self.close_connection = True
 
             def _read_exact(self, size: int) -> bytes:
@@ -288,7 +361,7 @@ class Gateway:
                 return data
 
             def _read_body(self) -> bytes | None:
-                self.connection.settimeout(BODY_TIMEOUT_SECONDS)
+                self._deadline(gateway.body_timeout, BODY_TIMEOUT_SECONDS)
                 encoding = (self.headers.get("Transfer-Encoding") or "").strip().lower()
                 if encoding and encoding != "chunked":
                     raise BadRequest(f"unsupported Transfer-Encoding {encoding!r}")
@@ -332,6 +405,8 @@ class Gateway:
                 return self._read_exact(length) if length else b""
 
             def _send(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+                self._answered = status  # what the client is answered, whether it reads it or not
+                self.connection.settimeout(gateway.idle_timeout or IDLE_TIMEOUT_SECONDS)
                 self.send_response(status)
                 names = {k.lower() for k, _ in headers}
                 for k, v in headers:
@@ -339,6 +414,8 @@ class Gateway:
                         self.send_header(k, v)
                 if "content-type" not in names and body:
                     self.send_header("content-type", "application/json")
+                if "x-content-type-options" not in names:
+                    self.send_header("X-Content-Type-Options", "nosniff")
                 self.send_header("apigw-requestid", uuid.uuid4().hex[:16])
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -353,14 +430,24 @@ class Gateway:
                 status = 500
                 try:
                     status = self._handle()
+                except _DISCONNECTED as exc:
+                    self.close_connection = True
+                    status = self._answered or 500
+                    log.info(
+                        "%s %s answered %s: the client disconnected before the answer was "
+                        "written (%s)", self.command, self._shown_target(), status,
+                        type(exc).__name__,
+                    )  # fmt: skip
                 finally:
                     if gateway.on_request is not None:
-                        gateway.on_request(
-                            self.command, self.path, status, (time.perf_counter() - started) * 1000
-                        )
+                        elapsed_ms = (time.perf_counter() - started) * 1000
+                        gateway.on_request(self.command, self._shown_target(), status, elapsed_ms)
 
             def _handle(self) -> int:
-                path = urlsplit(self.path).path
+                # The target as sent: http.server folds a leading "//" into "/" in self.path.
+                parts = self.requestline.split(" ")
+                target = parts[1] if len(parts) == 3 else self.path
+                path = urlsplit(target).path if target.startswith("/") else ""
                 if path == "/health" and self.command in ("GET", "HEAD"):
                     self._json(200, {"status": "ok"})
                     return 200
@@ -385,12 +472,12 @@ class Gateway:
                     self._json(404, {"message": "Not Found"})
                     return 404
                 for route in gateway.routes:
-                    params = route.match(self.command, path)
+                    params = route.match(self.command, path) if canonical_path(path) else None
                     if params is None:
                         continue
                     event = build_event(
                         method=self.command,
-                        target=self.path,
+                        target=target,
                         headers=list(self.headers.items()),
                         body=body,
                         route_key=route.route_key,

@@ -3,6 +3,13 @@
 One table (single-table design, ``docs/data-model.md``): ``DELIVERY#<source>#<delivery id>``
 records, ``RESOURCE#<source>#<resource key>`` watermarks and ``FAILURE#<message id>`` notes, each
 with its own sort key; delivery records carry the ``ByReceivedTime`` index attributes.
+
+Key sizes (UTF-8 bytes; DynamoDB refuses a partition key over 2,048 and a sort key over 1,024,
+the index keys included). A source name is at most 64 bytes (``sources.SOURCE_NAME_PATTERN``), a
+delivery id 256, a resource key 1,024 (``webhook_pipeline.bounds``, checked at ingest and again
+by the envelope), so the longest keys are: ``pk`` of a delivery record 9 + 64 + 1 + 256 = 330,
+of a resource item 9 + 64 + 1 + 1,024 = 1,098; the time index sort key ``received_key``
+32 (ISO-8601 with microseconds and ``+00:00``) + 1 + 64 + 1 + 256 = 354; ``sk`` at most 8.
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ TIME_KEY = "received_key"
 
 
 def delivery_key(source: str, delivery_id: str) -> dict[str, dict[str, str]]:
-    """Primary key of the delivery record of (source, delivery id)."""
+    """Primary key of the delivery record of (source, delivery id): ``pk`` at most 330 bytes
+    for the bounded source name and delivery id (module docstring)."""
     return {"pk": {"S": f"DELIVERY#{source}#{delivery_id}"}, "sk": {"S": DELIVERY_SK}}
 
 
@@ -37,7 +45,8 @@ def failure_key(message_id: str) -> dict[str, dict[str, str]]:
 
 
 def resource_key(source: str, key: str) -> dict[str, dict[str, str]]:
-    """Primary key of the resource item of (source, resource key)."""
+    """Primary key of the resource item of (source, resource key): ``pk`` at most 1,098 bytes
+    for the bounded source name and resource key (module docstring)."""
     return {"pk": {"S": f"RESOURCE#{source}#{key}"}, "sk": {"S": RESOURCE_SK}}
 
 
@@ -50,7 +59,8 @@ def time_index_shard(source: str, delivery_id: str, received_at: datetime) -> st
 
 
 def time_index_key(source: str, delivery_id: str, received_at: datetime) -> str:
-    """The time index sort key: ``<received_at ISO-8601 UTC>#<source>#<delivery id>``."""
+    """The time index sort key: ``<received_at ISO-8601 UTC>#<source>#<delivery id>``, at most
+    354 bytes for the bounded source name and delivery id (an index sort key may hold 1,024)."""
     return f"{received_at.astimezone(UTC).isoformat()}#{source}#{delivery_id}"
 
 

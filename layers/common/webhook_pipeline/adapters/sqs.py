@@ -1,15 +1,16 @@
 """The ingest's envelope queue through boto3 SQS (:class:`SqsQueue`): one ``SendMessage`` per
-delivery, ``SendMessageBatch`` for a batched POST, the characters and sizes SQS refuses handled
-before sending. The replay side (the DLQ reader, the main-queue sender, queue depth) is
-:mod:`webhook_pipeline.adapters.sqs_replay`, so ingest's cold start never imports the replay
-domain. The client is created (with timeouts and retries) by the ingest handler.
+delivery, ``SendMessageBatch`` calls for a batched POST (one result per call), the characters
+and sizes SQS refuses handled before sending. The replay side (the DLQ reader, the main-queue
+sender, queue depth) is :mod:`webhook_pipeline.adapters.sqs_replay`, so ingest's cold start
+never imports the replay domain. The client is created (with timeouts and retries) by the
+ingest handler.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -103,45 +104,26 @@ class SqsQueue:
         )
         return str(response["MessageId"])
 
-    def send_batch(self, envelopes: Sequence[Envelope]) -> BatchSendResult:
-        """Send ``envelopes`` with ``SendMessageBatch``: at most 10 entries and 262,144 bytes
-        per call (ceil(n / 10) calls for small events).
+    def send_chunks(self, envelopes: Sequence[Envelope]) -> Iterator[BatchSendResult]:
+        """Send ``envelopes`` with ``SendMessageBatch``, at most 10 entries and 262,144 bytes per
+        call (ceil(n / 10) calls for small events), yielding each call's result as it returns.
 
-        A call that raises (throttled, timed out, SQS unavailable) marks its entries and every
-        later one as failed without trying them: the sender retries the whole POST and the
-        events already sent are then duplicates. Entries SQS lists in ``Failed`` are failed;
-        the others are sent.
+        Entries SQS lists in ``Failed`` are failed, and so is an entry it lists in neither
+        ``Successful`` nor ``Failed`` (whether it was queued is unknown: the sender's retry sends
+        it again and the processor records it at most once, I3). A call that raises
+        (throttled, timed out, SQS unavailable) fails all its entries and ends the iteration:
+        the later entries are not tried. Stopping the iteration sends nothing more.
         """
-        result = BatchSendResult()
-        chunks: list[list[tuple[int, SendMessageBatchRequestEntryTypeDef]]] = [[]]
-        size = 0
-        for index, envelope in enumerate(envelopes):
-            body, attributes = message_body(envelope), message_attributes(envelope)
-            entry_size = _entry_size(body, attributes)
-            if chunks[-1] and (
-                len(chunks[-1]) == BATCH_MAX_ENTRIES or size + entry_size > BATCH_MAX_BYTES
-            ):
-                chunks.append([])
-                size = 0
-            entry: SendMessageBatchRequestEntryTypeDef = {
-                "Id": str(index),
-                "MessageBody": body,
-                "MessageAttributes": attributes,
-            }
-            chunks[-1].append((index, entry))
-            size += entry_size
-        for position, chunk in enumerate(chunks):
-            if not chunk:
-                continue
+        for chunk in _chunks(envelopes):
+            result = BatchSendResult()
             try:
                 response = self.client.send_message_batch(
                     QueueUrl=self.queue_url, Entries=[entry for _, entry in chunk]
                 )
             except (BotoCoreError, ClientError) as exc:
-                for later in chunks[position:]:
-                    for index, _ in later:
-                        result.failed[index] = describe_error(exc)
-                break
+                result.failed.update((index, describe_error(exc)) for index, _ in chunk)
+                yield result
+                return
             for ok in response.get("Successful") or []:
                 result.sent[int(ok["Id"])] = str(ok["MessageId"])
             for bad in response.get("Failed") or []:
@@ -149,4 +131,28 @@ class SqsQueue:
             for index, _ in chunk:
                 if index not in result.sent and index not in result.failed:
                     result.failed[index] = "no answer for this entry"
-        return result
+            yield result
+
+
+def _chunks(
+    envelopes: Sequence[Envelope],
+) -> Iterator[list[tuple[int, SendMessageBatchRequestEntryTypeDef]]]:
+    """The ``SendMessageBatch`` entries of ``envelopes`` (``Id``: the envelope's index), in calls
+    of at most :data:`BATCH_MAX_ENTRIES` entries and :data:`BATCH_MAX_BYTES` bytes."""
+    chunk: list[tuple[int, SendMessageBatchRequestEntryTypeDef]] = []
+    size = 0
+    for index, envelope in enumerate(envelopes):
+        body, attributes = message_body(envelope), message_attributes(envelope)
+        entry_size = _entry_size(body, attributes)
+        if chunk and (len(chunk) == BATCH_MAX_ENTRIES or size + entry_size > BATCH_MAX_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        entry: SendMessageBatchRequestEntryTypeDef = {
+            "Id": str(index),
+            "MessageBody": body,
+            "MessageAttributes": attributes,
+        }
+        chunk.append((index, entry))
+        size += entry_size
+    if chunk:
+        yield chunk

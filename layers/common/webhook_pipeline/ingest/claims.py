@@ -84,12 +84,14 @@ def gate_key(prefix: str, source: str, delivery_id: str) -> str:
     source : str
         Source name (``[a-z0-9_-]``, validated by the sources file: contains no ``:``).
     delivery_id : str
-        The sender's delivery id, at most 256 characters (longer ones are rejected earlier).
+        The sender's delivery id (at most 256 UTF-8 bytes; longer ones are refused earlier).
 
     Returns
     -------
     str
-        ``{prefix}{source}:{id}`` for plain ids, ``{prefix}{source}:#{sha256 hex}`` otherwise.
+        ``{prefix}{source}:{id}`` for plain ids (at most 64 ASCII characters),
+        ``{prefix}{source}:#{sha256 hex}`` otherwise: at most ``len(prefix)`` + 64 + 1 + 65
+        bytes whatever the id (Redis allows 512 MB).
     """
     if _PLAIN_ID.match(delivery_id):
         return f"{prefix}{source}:{delivery_id}"

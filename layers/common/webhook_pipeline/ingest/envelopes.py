@@ -28,7 +28,9 @@ class EnvelopeFactory:
     request : WebhookRequest
         The verified request (for the forwarded headers).
     payloads : PayloadStore
-        Where bodies over ``inline_body_max_bytes`` go (S3).
+        Where bodies over ``inline_body_max_bytes`` go (S3), under
+        ``bodies/<source>/<first 32 hex of the id's SHA-256>/<claim token>``: at most 7 + 64 +
+        1 + 32 + 1 + 32 = 137 bytes whatever the delivery id (S3 allows 1,024).
     inline_body_max_bytes : int
         Bodies up to this size (bytes) travel inside the envelope.
     """

@@ -7,9 +7,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from webhook_pipeline.bounds import (
+    MAX_DELIVERY_ID_BYTES,
+    MAX_EVENT_TYPE_BYTES,
+    MAX_RESOURCE_KEY_BYTES,
+    utf8_size,
+)
 from webhook_pipeline.errors import BadDeliveryError
 from webhook_pipeline.fields import (
-    MAX_DELIVERY_ID_LENGTH,
     EventBody,
     FieldLocation,
     body_digest,
@@ -21,13 +26,6 @@ from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.model import Verified
 from webhook_pipeline.sources import ResolvedSource
 
-# Bounds that keep an envelope within SQS's message size and its DynamoDB keys within their
-# 2048-byte limit (UTF-8 bytes, not characters).
-MAX_EVENT_TYPE_BYTES = 256
-MAX_RESOURCE_KEY_BYTES = 1024
-#: Most events one batched POST may carry (each is claimed and enqueued on its own).
-MAX_BATCH_EVENTS = 1_000
-
 
 @dataclass(frozen=True)
 class DeliveryEvent:
@@ -36,9 +34,9 @@ class DeliveryEvent:
     Attributes
     ----------
     delivery_id : str
-        At most 256 characters.
+        At most 256 UTF-8 bytes (:data:`~webhook_pipeline.bounds.MAX_DELIVERY_ID_BYTES`).
     event_type, resource_key : str | None
-        At most 256 and 1024 UTF-8 bytes.
+        At most 256 and 1,024 UTF-8 bytes (the bounds of ``webhook_pipeline.bounds``).
     sequence : int | None
         Ordering value (with ``resource_key``: both or neither).
     body : bytes
@@ -64,13 +62,27 @@ def read_events(
 ) -> list[DeliveryEvent]:
     """The deliveries of a verified request: one, or one per element of a batched body.
 
+    A batch is bounded by its bytes (``MAX_BODY_BYTES``, checked before verification: 413
+    ``payload_too_large``), never by a count of events, so every batch a provider documents is
+    accepted at the default 1 MiB:
+
+    - SendGrid Event Webhook: a POST when the batch reaches 768 KB or after about 30 s,
+      whichever comes first (Twilio SendGrid, "Getting started with the Event Webhook"), with
+      no count: 1,900 small events are about 700 KB;
+    - HubSpot webhooks: up to 100 events per request (HubSpot developer docs, Webhooks API);
+    - Adyen standard webhooks, LINE Messaging API, Microsoft Graph change notifications: an
+      array (``notificationItems``, ``events``, ``value``) with no documented maximum.
+
+    The time one batch takes is bounded by the request's time budget instead
+    (:mod:`webhook_pipeline.ingest.batch`): what does not fit is left to the sender's retry.
+
     Raises
     ------
     BadDeliveryError
         The body does not parse as the source's declared format (``body_not_json``...), a
-        batch is not an array or holds more than 1,000 events (``batch_invalid``,
-        ``batch_too_large``), or a field is missing, malformed or over its bound
-        (``delivery_id_missing``, ``delivery_id_too_long``, ``delivery_id_invalid``,
+        batch is not an array (``batch_invalid``), or a field is missing, malformed or over its
+        bound in UTF-8 bytes (``delivery_id_missing``, ``delivery_id_too_long``,
+        ``delivery_id_invalid``,
         ``sequence_invalid``, ``event_type_too_long``, ``resource_key_too_long``,
         ``ordering_fields_incomplete``, ``field_ambiguous``), or the provider finds the signed
         string can be split into another identity (``field_ambiguous``, ``field_invalid``:
@@ -89,8 +101,6 @@ def read_events(
         bodies = [EventBody(document, request.body)]
     else:
         bodies = json_array_items(request.body, provider.batch_path)
-        if len(bodies) > MAX_BATCH_EVENTS:
-            raise BadDeliveryError("batch_too_large", f"{len(bodies)} events in one request")
     return [_event(source, request, verified, body) for body in bodies]
 
 
@@ -113,15 +123,17 @@ def _event(
     if delivery_id is None:
         raise BadDeliveryError("delivery_id_missing")
     delivery_id = str(delivery_id)
-    if len(delivery_id) > MAX_DELIVERY_ID_LENGTH:
-        raise BadDeliveryError("delivery_id_too_long")
+    if utf8_size(delivery_id) > MAX_DELIVERY_ID_BYTES:
+        raise BadDeliveryError(
+            "delivery_id_too_long", f"more than {MAX_DELIVERY_ID_BYTES} UTF-8 bytes"
+        )
     if not delivery_id.strip() or not delivery_id.isprintable():
         # blank, or holding control or separator characters (a NUL, a tab, U+2028): no
         # provider's ids look like that, and an operator could not look such an id up
         raise BadDeliveryError("delivery_id_invalid", "blank or not printable")
     event_type = _text(read(source.event_type))
-    if event_type is not None and len(event_type.encode("utf-8")) > MAX_EVENT_TYPE_BYTES:
-        raise BadDeliveryError("event_type_too_long")
+    if event_type is not None and utf8_size(event_type) > MAX_EVENT_TYPE_BYTES:
+        raise BadDeliveryError("event_type_too_long", f"more than {MAX_EVENT_TYPE_BYTES} bytes")
     resource_key = _text(read(source.resource_key))
     sequence = read(source.sequence)
     if sequence is not None and not isinstance(sequence, int):
@@ -131,8 +143,10 @@ def _event(
             "ordering_fields_incomplete",
             "resource key and sequence must both be present or both absent",
         )
-    if resource_key is not None and len(resource_key.encode("utf-8")) > MAX_RESOURCE_KEY_BYTES:
-        raise BadDeliveryError("resource_key_too_long")
+    if resource_key is not None and utf8_size(resource_key) > MAX_RESOURCE_KEY_BYTES:
+        raise BadDeliveryError(
+            "resource_key_too_long", f"more than {MAX_RESOURCE_KEY_BYTES} UTF-8 bytes"
+        )
     raw_sha256 = hashlib.sha256(body.raw).hexdigest()
     digest = body_digest(body.raw, body.document, source.provider.volatile_fields, raw_sha256)
     return DeliveryEvent(

@@ -25,6 +25,10 @@ class IngestPolicy:
         ``Retry-After`` of 503 answers, seconds.
     public_base_url : str
         The base URL senders call, for providers that sign the URL (empty: the request's own).
+    batch_chunk_reserve_ms : int
+        Milliseconds a batched POST must still have before it sends one more
+        ``SendMessageBatch`` chunk: the worst case of that call, of the chunk's confirm and of
+        the release of the claims left (see :meth:`IngestSettings.batch_chunk_reserve_ms`).
     """
 
     claim_ttl_seconds: int = 30
@@ -35,3 +39,4 @@ class IngestPolicy:
     redis_key_prefix: str = "whd:"
     retry_after_seconds: int = 5
     public_base_url: str = ""
+    batch_chunk_reserve_ms: int = 1_800

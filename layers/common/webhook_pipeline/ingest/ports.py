@@ -5,7 +5,7 @@ Adapters (Redis, SQS, S3, Secrets Manager) live in :mod:`webhook_pipeline.adapte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -54,8 +54,9 @@ class DedupGate(Protocol):
 
 @dataclass(frozen=True)
 class BatchSendResult:
-    """What a batched send did: message ids of the envelopes SQS accepted and the reasons of
-    those it did not (both by index into the envelopes sent)."""
+    """What one batched call did: message ids of the envelopes SQS accepted and the reasons of
+    those it did not (both by index into the envelopes given to
+    :meth:`EnvelopeQueue.send_chunks`)."""
 
     sent: dict[int, str] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
@@ -69,9 +70,15 @@ class EnvelopeQueue(Protocol):
         releases the claim)."""
         ...
 
-    def send_batch(self, envelopes: Sequence[Envelope]) -> BatchSendResult:
-        """Send many envelopes in as few calls as the queue allows (10 per ``SendMessageBatch``);
-        never raises: every envelope ends in ``sent`` or ``failed``."""
+    def send_chunks(self, envelopes: Sequence[Envelope]) -> Iterator[BatchSendResult]:
+        """Send many envelopes in as few calls as the queue allows (10 per
+        ``SendMessageBatch``), one result per call, as each call returns.
+
+        Every envelope of a yielded result is in its ``sent`` or its ``failed``; an envelope of
+        no yielded result was not sent. The caller may stop iterating between two results
+        (nothing more is sent). A call that fails as a whole ends the iteration after its
+        result. Never raises for the queue's own failures.
+        """
         ...
 
 

@@ -8,9 +8,10 @@ an enqueue fails the claims it took are released (compare-and-delete) and the se
 here waits on the processor (I6). Identity and order come only from what was verified (I8): see
 :mod:`webhook_pipeline.ingest.events`.
 
-A request carries one delivery, or many for providers that batch (SendGrid, HubSpot, Adyen):
-each event is claimed and enqueued as its own envelope, with one Redis round trip per step and
-``ceil(n / 10)`` SQS calls.
+A request carries one delivery, or many for providers that batch (SendGrid, HubSpot, Adyen,
+LINE, Microsoft Graph): each event is claimed and enqueued as its own envelope, its claim
+confirmed with its ``SendMessageBatch`` chunk, within the request's time budget (see
+:mod:`webhook_pipeline.ingest.batch`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from webhook_pipeline.errors import (
     VerificationError,
 )
 from webhook_pipeline.http import WebhookRequest, public_url
+from webhook_pipeline.ingest.batch import BatchIngest, TimeBudget, check_body
 from webhook_pipeline.ingest.claims import (
     CircuitBreaker,
     Claim,
@@ -46,24 +48,9 @@ from webhook_pipeline.ingest.policy import IngestPolicy
 from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore, SecretStore
 from webhook_pipeline.observability import MetricName, count, count_by, logger
 from webhook_pipeline.providers.model import Answer, Handshake, Verified
+from webhook_pipeline.redaction import redact_target
 from webhook_pipeline.secrets import SourceSecret
 from webhook_pipeline.sources import ResolvedSource
-
-
-def first_of_each_id(
-    events: list[DeliveryEvent],
-) -> tuple[list[DeliveryEvent], list[tuple[DeliveryEvent, DeliveryEvent]]]:
-    """The events of one POST with each delivery id once (the first copy, in order), and each
-    later copy with the first it repeats: one POST naming an id twice is one delivery (claiming
-    both would find the first still pending and answer 503)."""
-    first: dict[str, DeliveryEvent] = {}
-    repeats = []
-    for event in events:
-        if event.delivery_id in first:
-            repeats.append((event, first[event.delivery_id]))
-        else:
-            first[event.delivery_id] = event
-    return list(first.values()), repeats
 
 
 @dataclass
@@ -87,12 +74,17 @@ class IngestService:
         default_factory=dict, init=False, repr=False
     )
     _gatekeeper: Gatekeeper = field(init=False, repr=False)
+    _batches: BatchIngest = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._gatekeeper = Gatekeeper(self.gate, self.breaker, self.policy)
+        self._batches = BatchIngest(self._gatekeeper, self.queue, self.policy)
 
-    def handle(self, request: WebhookRequest) -> Answer:
+    def handle(self, request: WebhookRequest, budget: TimeBudget | None = None) -> Answer:
         """The answer to ``request`` (never raises for an expected failure).
+
+        ``budget`` is what is left of the request's time (default: unbounded); a batched POST
+        stops sending before it runs out (:mod:`webhook_pipeline.ingest.batch`).
 
         Returns
         -------
@@ -107,7 +99,7 @@ class IngestService:
         try:
             if source is None or not source.enabled:
                 raise UnknownSourceError()
-            answer = self._handle(source, request)
+            answer = self._handle(source, request, budget or TimeBudget())
         except IngestError as error:
             answer = self._rejection(error)
         if source is not None and answer.status in source.provider.stop_statuses:
@@ -124,7 +116,9 @@ class IngestService:
         )
         return Answer(error.status, {"status": "rejected", "reason": error.reason}, headers=headers)
 
-    def _handle(self, source: ResolvedSource, request: WebhookRequest) -> Answer:
+    def _handle(
+        self, source: ResolvedSource, request: WebhookRequest, budget: TimeBudget
+    ) -> Answer:
         provider = source.provider
         handshake = next(
             (h for h in provider.handshakes if h.method == request.method and h.matches(request)),
@@ -149,7 +143,13 @@ class IngestService:
         logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
         if provider.batch_path is None:
             return self._single(source, request, events[0])
-        return self._batch(source, request, events)
+        return self._batches.handle(
+            source,
+            events,
+            lambda event: self._new_claim(source, event),
+            self._envelopes(source, request),
+            budget,
+        )
 
     # -- secrets, verification, handshakes -----------------------------------------------------
 
@@ -198,7 +198,8 @@ class IngestService:
                 ) from exc
             self._count_rejection(exc)
             if source.provider.signs_url:
-                logger.info("signed URL as reconstructed", extra={"url": request.public_url})
+                url = redact_target(request.public_url, source.provider.credential_params)
+                logger.info("signed URL as reconstructed", extra={"url": url})
             raise
         # Which header family or documented reading matched (Standard Webhooks webhook/svix,
         # LinkedIn's two X-LI-Signature readings): on every later line of this request.
@@ -281,98 +282,11 @@ class IngestService:
         self, source: ResolvedSource, event: DeliveryEvent, result: ClaimResult
     ) -> Answer:
         count(MetricName.DUPLICATE_DISCARDED)
-        self._check_body(event, result.stored_digest)
+        check_body(event, result.stored_digest)
         logger.info("duplicate discarded at the gate")
         return source.provider.acknowledgement(
             200, {"status": "duplicate", "delivery_id": event.delivery_id}
         )
-
-    def _check_body(self, event: DeliveryEvent, stored_digest: str | None) -> None:
-        """Count and log a duplicate whose content differs from the copy claimed before it."""
-        if stored_digest is not None and stored_digest != event.digest:
-            count(MetricName.DUPLICATE_BODY_MISMATCH)
-            logger.warning(
-                "duplicate delivery id with a different body",
-                extra={
-                    "delivery_id": event.delivery_id,
-                    "stored_sha256": stored_digest,
-                    "received_sha256": event.digest,
-                },
-            )
-
-    # -- a batched POST: 2 Redis round trips + ceil(n / 10) SQS calls ---------------------------
-
-    def _batch(
-        self, source: ResolvedSource, request: WebhookRequest, received: list[DeliveryEvent]
-    ) -> Answer:
-        events, repeats = first_of_each_id(received)
-        for repeat, earlier in repeats:
-            count(MetricName.DUPLICATE_DISCARDED)
-            self._check_body(repeat, earlier.digest)
-        claims = [self._new_claim(source, event) for event in events]
-        results = self._gatekeeper.claim_many(claims)
-        new, in_flight = self._new_events(events, results)
-        factory = self._envelopes(source, request)
-        held = [claims[i] for i in new if results[i] is not None]
-        try:
-            envelopes = [
-                factory.build(events[i], claims[i].token, results[i] is not None, (i, len(events)))
-                for i in new
-            ]
-        except Exception as exc:  # the claim-check body could not be stored
-            count(MetricName.ENQUEUE_FAILED)
-            self._gatekeeper.release(held)
-            raise EnqueueError(detail=type(exc).__name__) from exc
-        sent = self.queue.send_batch(envelopes)
-        sent_claims = [claims[new[i]] for i in sent.sent if results[new[i]] is not None]
-        failed_claims = [claims[new[i]] for i in sent.failed if results[new[i]] is not None]
-        if sent_claims:
-            self._gatekeeper.confirm(sent_claims, source)
-        count(MetricName.ACCEPTED, len(sent.sent))
-        logger.info(
-            "batch enqueued",
-            extra={
-                "events": len(received),
-                # every id enqueued, so a reconciliation can find each one (webhook-pipeline audit)
-                "delivery_ids": [events[new[i]].delivery_id for i in sorted(sent.sent)],
-                "accepted": len(sent.sent),
-                "duplicates": len(received) - len(new) - in_flight,
-                "in_flight": in_flight,
-                "failed": len(sent.failed),
-            },
-        )
-        if sent.failed:
-            count(MetricName.ENQUEUE_FAILED, len(sent.failed))
-            self._gatekeeper.release(failed_claims)
-            raise EnqueueError(detail=f"{len(sent.failed)} of {len(envelopes)} not enqueued")
-        if in_flight:
-            raise DeliveryInFlightError(detail=f"{in_flight} events in flight elsewhere")
-        return source.provider.acknowledgement(
-            202 if new else 200,
-            {
-                "status": "accepted" if new or not received else "duplicate",
-                "events": len(received),
-                "accepted": len(new),
-                "duplicates": len(received) - len(new),
-            },
-        )
-
-    def _new_events(
-        self, events: list[DeliveryEvent], results: list[ClaimResult | None]
-    ) -> tuple[list[int], int]:
-        """The indexes of the events claimed now (or with the gate bypassed) and how many are
-        in flight elsewhere; duplicates are counted and their bodies compared."""
-        new: list[int] = []
-        in_flight = 0
-        for index, (event, result) in enumerate(zip(events, results, strict=True)):
-            if result is None or result.outcome is ClaimOutcome.CLAIMED:
-                new.append(index)
-            elif result.outcome is ClaimOutcome.DUPLICATE:
-                count(MetricName.DUPLICATE_DISCARDED)
-                self._check_body(event, result.stored_digest)
-            else:
-                in_flight += 1
-        return new, in_flight
 
     # -- the gate --------------------------------------------------------------------------------
 
@@ -384,4 +298,4 @@ class IngestService:
         return EnvelopeFactory(source, request, self.payloads, self.policy.inline_body_max_bytes)
 
 
-__all__ = ["Answer", "IngestPolicy", "IngestService"]
+__all__ = ["Answer", "IngestPolicy", "IngestService", "TimeBudget"]

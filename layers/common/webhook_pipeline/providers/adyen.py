@@ -40,8 +40,8 @@ from typing import Any
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import decode_base64, hmac_digest, match_secrets
+from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,
@@ -216,6 +216,7 @@ class Adyen(InlineCredentialProvider):
     retry_horizon_reference = (
         "docs.adyen.com webhooks: 3 immediate retries, then a retry queue for up to 30 days"
     )
+    # No documented maximum of items per POST; bounded by MAX_BODY_BYTES.
     batch_path = ITEMS
     signature_field = f"{ITEM}.additionalData.hmacSignature"
     dev_secret = "00112233445566778899AABBCCDDEEFF00112233445566778899AABBCCDDEEFF"

@@ -27,7 +27,8 @@ the shared tests, the README's provider table) reads these declarations. The val
 are declared with (:class:`Signs`, :class:`Defaults`, :class:`Vector`...) are in
 :mod:`webhook_pipeline.providers.model`; the test-kit ones (:class:`Sample`, :class:`Vector`...)
 in :mod:`webhook_pipeline.providers.samples`. A provider whose credential travels in the body or
-the URL rather than a header subclasses :class:`InlineCredentialProvider`.
+the URL rather than a header subclasses
+:class:`~webhook_pipeline.providers.inline.InlineCredentialProvider`.
 """
 
 from __future__ import annotations
@@ -136,6 +137,13 @@ class Provider(ABC):
     #: empty and :meth:`sign_body` or :meth:`sign_request` puts it there.
     credential_parameter: str = ""
     signature_field: str = ""
+    #: Credentials (not signatures) the sender puts in the body or the URL: dotted body paths,
+    #: relative to each event where :attr:`batch_path` splits the body (Google Ads
+    #: ``google_key``), and query parameters (Mollie's token, Meta's ``hub.verify_token``).
+    #: :mod:`webhook_pipeline.redaction` replaces their values wherever a body or a URL is
+    #: shown or logged; a source may not read a field from them.
+    credential_fields: ClassVar[tuple[str, ...]] = ()
+    credential_params: tuple[str, ...] = ()
     timestamp_header: str | None = None
     #: How the signed timestamp is written: Unix seconds, Unix milliseconds or RFC 3339.
     timestamp_unit: Literal["seconds", "milliseconds", "rfc3339"] = "seconds"
@@ -380,21 +388,3 @@ class Provider(ABC):
         """The Secrets Manager value of the development secret (plain, or the JSON object when
         a handshake needs more than the signing secret)."""
         return self.dev_secret
-
-
-class InlineCredentialProvider(Provider):
-    """A provider whose sender attaches no signature header: the credential travels inside the
-    body (Adyen's per-item ``hmacSignature``, Mailgun's ``signature``) or the URL (Mollie's
-    token), and :meth:`sign_request` writes it there."""
-
-    def sign(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> dict[str, str]:
-        """No headers: the credential is in the body or the URL (:meth:`sign_request`)."""
-        return {}
-
-    @abstractmethod
-    def sign_request(
-        self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
-    ) -> samples.SignedRequest:
-        """What the sender sends, with the credential written into the body or the URL."""

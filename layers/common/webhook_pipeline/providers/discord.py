@@ -186,6 +186,8 @@ class Discord(Provider):
     )
     handshakes = (Ping(),)
     signature_header = HEADER
+    # the interaction token: follow-up messages for 15 minutes to whoever holds it
+    credential_fields = ("token",)
     timestamp_header = TIMESTAMP_HEADER
     #: The 32-byte seed ``00 01 .. 1f`` of providers-wave2.md section 7 (local use only).
     dev_secret = bytes(range(32)).hex()

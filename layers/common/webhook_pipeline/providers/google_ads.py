@@ -52,6 +52,7 @@ class GoogleAds(Provider):
         "Google documents no retry schedule for lead webhooks (UNVERIFIED): one day"
     )
     signature_field = FIELD
+    credential_fields = (FIELD,)
     dev_secret = "dev-google-ads-lead-key-local"
     vectors = LazyVectors(
         lambda: (

@@ -113,6 +113,7 @@ class HubSpot(Provider):
     )
     stop_statuses = frozenset({403})
     volatile_fields = ("attemptNumber",)
+    # Up to 100 events per request (HubSpot webhooks docs); bounded here by MAX_BODY_BYTES.
     batch_path = ""
     signs_url = True
     signature_header = HEADER

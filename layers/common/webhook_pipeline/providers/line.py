@@ -89,6 +89,7 @@ class Line(BodyHmacProvider):
         event_type=FieldLocation(body="type"),
     )
     body_formats = frozenset({"json"})
+    # No documented maximum of events per POST; bounded by MAX_BODY_BYTES.
     batch_path = "events"
     volatile_fields = ("deliveryContext.isRedelivery",)
     retry_horizon_seconds = 1 * DAY

@@ -46,11 +46,11 @@ from urllib.parse import parse_qsl, urlencode
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     parse_plain_int,
 )
+from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac

@@ -101,6 +101,7 @@ class Meta(BodyHmacProvider):
     retry_horizon_reference = "Graph API: 36 h; WhatsApp Cloud API: up to 7 days"
     handshakes = (HubChallenge(),)
     signature_header = HEADER
+    credential_params = ("hub.verify_token",)  # the GET challenge's, in the URL
     dev_secret = "dev-meta-app-secret-local"
     dev_verify_token = "dev-meta-verify-token"
     hmac_prefix = "sha256="

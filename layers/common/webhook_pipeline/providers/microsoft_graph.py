@@ -115,6 +115,7 @@ class MicrosoftGraph(Provider):
         delivery_id=FieldLocation(digest="sha256"),
         event_type=FieldLocation(body="changeType"),
     )
+    # No documented maximum of notifications per POST; bounded by MAX_BODY_BYTES.
     batch_path = "value"
     retry_horizon_seconds = 4 * HOUR
     retry_horizon_reference = (
@@ -123,6 +124,7 @@ class MicrosoftGraph(Provider):
     )
     handshakes = (ValidationToken(),)
     signature_field = "clientState"  # in each item of ``value``
+    credential_fields = (FIELD,)
     dev_secret = "dev-graph-client-state-local"
     vectors = LazyVectors(
         lambda: (

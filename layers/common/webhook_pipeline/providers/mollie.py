@@ -43,8 +43,8 @@ from urllib.parse import urlencode, urlsplit
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.base import InlineCredentialProvider
 from webhook_pipeline.providers.crypto import match_secrets
+from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 
@@ -76,6 +76,7 @@ class Mollie(InlineCredentialProvider):
         "from Mollie's API and act on what it returns",
     )
     defaults = Defaults(delivery_id=FieldLocation(request="id"), body_format="form")
+    credential_params = (DEFAULT_PARAMETER,)  # the instance's: its token_parameter
     retry_horizon_seconds = 36 * HOUR
     retry_horizon_reference = (
         "recalled as up to 10 retries over about 26 h (UNVERIFIED); with per-request ids a "
@@ -113,6 +114,7 @@ class Mollie(InlineCredentialProvider):
         if not isinstance(parameter, str) or not _PARAMETER.fullmatch(parameter):
             raise ConfigurationError("provider 'mollie': token_parameter is not a plain name")
         self.credential_parameter = parameter
+        self.credential_params = (parameter,)
 
     def validate_secret(self, secret: str) -> None:
         """The URL token: 32 to 256 characters of ``A-Z a-z 0-9 _ -`` (safe in a URL as is).

@@ -15,6 +15,7 @@ import importlib
 import pkgutil
 from collections.abc import Iterable
 
+from webhook_pipeline.config_errors import nearest
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.providers.base import Provider
 
@@ -25,6 +26,7 @@ _NOT_PROVIDERS = frozenset(
         "base",
         "challenges",
         "crypto",
+        "inline",
         "model",
         "registry",
         "samples",
@@ -73,7 +75,9 @@ def provider_class(name: str) -> type[Provider]:
         return _REGISTRY[name]
     except KeyError:
         known = sorted(all_providers())
-        raise ConfigurationError(f"unknown provider {name!r}; known: {known}") from None
+        raise ConfigurationError(
+            f"key 'provider': unknown provider {name!r}{nearest(name, known)}; known: {known}"
+        ) from None
 
 
 def load_provider_modules(modules: Iterable[str]) -> None:

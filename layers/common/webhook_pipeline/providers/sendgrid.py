@@ -152,6 +152,8 @@ class SendGrid(Provider):
         event_type=FieldLocation(body="event"),
     )
     body_formats = frozenset({"json"})
+    # One POST when the batch reaches 768 KB or after about 30 s (SendGrid Event Webhook docs):
+    # no count, bounded by MAX_BODY_BYTES (1 MiB by default), not by a number of events.
     batch_path = ""
     default_tolerance_seconds = 300
     retry_horizon_seconds = 30 * HOUR

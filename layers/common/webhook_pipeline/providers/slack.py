@@ -96,6 +96,8 @@ class Slack(V0HmacProvider):
     retry_horizon_reference = "Events API: 3 retries (immediately, 1 min, 5 min)"
     handshakes = (UrlVerification(),)
     signature_header = HEADER
+    # the Events API's deprecated verification token, still sent in every body
+    credential_fields = ("token",)
     timestamp_header = TIMESTAMP_HEADER
     dev_secret = "dev-slack-signing-secret-local"
     vectors = LazyVectors(

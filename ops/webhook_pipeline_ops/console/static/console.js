@@ -39,7 +39,7 @@
           .then((r) => (r.ok ? r.text() : Promise.reject(new Error(String(r.status)))))
           .then(function (html) {
             rows.innerHTML = html; // rendered and escaped by the server's templates
-            stamp.textContent = "updated " + new Date().toISOString().slice(11, 19) + " UTC";
+            stamp.textContent = "updated " + new Date().toISOString().replace("T", " ").replace("Z", " UTC");
             stamp.dataset.refreshes = String(Number(stamp.dataset.refreshes || 0) + 1);
           })
           .catch(function () {

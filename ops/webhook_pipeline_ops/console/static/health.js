@@ -129,7 +129,7 @@
     errors.textContent = (doc.errors || []).join(" · ");
     errors.hidden = !(doc.errors || []).length;
     const updated = document.getElementById("health-updated");
-    updated.textContent = "updated " + new Date().toISOString().slice(11, 19) + " UTC";
+    updated.textContent = "updated " + new Date().toISOString().replace("T", " ").replace("Z", " UTC");
     updated.dataset.loaded = "1";
   }
 

@@ -1,0 +1,56 @@
+"""Which credentials to redact in what the operator tools show or log: the named source's
+provider's (:attr:`~webhook_pipeline.providers.base.Provider.credential_fields`,
+``credential_params``), and every provider's when the source is not known here.
+
+The replacing itself is :mod:`webhook_pipeline.redaction`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+from webhook_pipeline.redaction import redact_body
+
+if TYPE_CHECKING:
+    from webhook_pipeline.providers.base import Provider
+
+
+@functools.cache
+def _providers() -> dict[str, Provider]:
+    """The provider of every source the stack serves, by source name (``{}`` when the
+    sources file cannot be read)."""
+    from webhook_pipeline.errors import ConfigurationError
+
+    from webhook_pipeline_ops.samples import example_sources
+
+    try:
+        return {name: s.provider for name, s in example_sources().items()}
+    except ConfigurationError:
+        return {}
+
+
+def _candidates(source: str | None) -> list[Provider]:
+    known = _providers().get(source or "")
+    return [known] if known is not None else list(_providers().values())
+
+
+def shown_body(source: str | None, raw: bytes) -> bytes:
+    """``raw`` as a page or a terminal may show it: the credential fields of ``source``'s
+    provider (of every provider when ``source`` is unknown) replaced by ``[redacted]``, in a
+    stored event (one element of a batch: the fields are relative to it) or a whole POST."""
+    for provider in _candidates(source):
+        raw = redact_body(raw, provider.credential_fields)
+        if provider.batch_path is not None:
+            raw = redact_body(raw, provider.credential_fields, provider.batch_path)
+    return raw
+
+
+def query_credentials() -> frozenset[str]:
+    """Every query parameter that carries a credential for some source the stack serves
+    (Mollie's ``token`` or its configured name, Meta's ``hub.verify_token``)."""
+    from webhook_pipeline.providers.registry import all_providers
+
+    names = {n for p in _providers().values() for n in p.credential_params}
+    names.update(n for cls in all_providers().values() for n in cls.credential_params)
+    return frozenset(names)
