@@ -107,8 +107,8 @@ bench-full: $(STAMP_DEV)  ## every benchmark in full (about 30 minutes): the com
 	  $(PY) bench/bench_import.py --instructions; \
 	 else echo "valgrind not found: bench_import.py --instructions skipped"; fi
 
-readme: $(STAMP_LOCAL)  ## rewrite the README's measured figures from bench/results and the cost model
-	$(PY) -m webhook_pipeline_ops.readme_figures
+readme: $(STAMP_LOCAL)  ## rewrite the measured figures of README.md, docs/cost.md and docs/performance.md
+	$(PY) -m webhook_pipeline_ops.figures
 
 build: $(STAMP_DEV)  ## sam build (needs python3.13 on PATH)
 	$(VENV)/bin/sam build

@@ -1,43 +1,18 @@
-"""The README's measured figures, written from the committed results so they cannot drift.
-
-Each figure of the README that comes from a file of ``bench/results/`` or from the cost model
-(``webhook-pipeline cost``) sits between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``;
-:func:`render` rewrites every such block from the results and the model as they are now (and the
-short-tolerance list from the provider registry). ``make readme`` writes the README;
-``tests/unit/test_readme_figures.py`` fails when the committed README differs from what it would
-write. Run: ``.venv/bin/python -m webhook_pipeline_ops.readme_figures [--check]``.
-"""
+"""The README's figures: each block's text from the committed results, the cost model and the
+provider registry (see :mod:`webhook_pipeline_ops.figures`)."""
 
 from __future__ import annotations
 
-import argparse
-import json
-import re
-import textwrap
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any
 
-_ROOT = Path(__file__).resolve().parents[2]
-README = _ROOT / "README.md"
-RESULTS = _ROOT / "bench" / "results"
-#: A block and the rest of the line it ends on.
-BLOCK = re.compile(r"<!-- figures:([a-z0-9-]+) -->(.*?)<!-- /figures:\1 -->([^\n]*)", re.DOTALL)
-#: Volumes the README quotes the cost model at: a month's webhooks.
-COST_SMALL, COST_LARGE = 1e6, 1e8
+from webhook_pipeline_ops.figures.render import Results
+
 #: The asymmetric signature schemes of the verification figures (the rest are HMAC or tokens).
 ASYMMETRIC = {"sendgrid": "SendGrid's ECDSA", "discord": "Discord's Ed25519"}
 #: Below this tolerance (seconds) a provider's signed timestamp can expire during one
 #: ``sam local invoke`` (a container start): the README lists those providers.
 SHORT_TOLERANCE_SECONDS = 300
-WIDTH = 100  # the README's line length
 RECEIVERS = {"inline": "inline", "inline+lock": "inline + lock", "queue": "queue"}
-
-Results = Callable[[str], Any]
-
-
-def _load(name: str) -> Any:
-    return json.loads((RESULTS / name).read_text())
 
 
 def _count(value: float) -> str:
@@ -150,32 +125,15 @@ def import_ratios(results: Results) -> str:
 
 def cost(results: Results) -> str:
     """The as-deployed bill at 1 and 100 million webhooks a month, as ``webhook-pipeline cost``
-    computes it (its :func:`usage_from` over ``cost_inputs.json``, the template and the number of
-    sources, its price table)."""
-    from webhook_pipeline_ops.commands_cost import (
-        DEFAULT_PRICES,
-        DYNAMODB_MS,
-        Scenario,
-        bills,
-        count_sources,
-        usage_from,
-    )
-    from webhook_pipeline_ops.local.provision import load_template
+    computes it (see :func:`webhook_pipeline_ops.figures.cost.model`)."""
+    from webhook_pipeline_ops.figures.cost import LARGE, SMALL, model
 
-    usage = usage_from(
-        results("cost_inputs.json"),
-        load_template(_ROOT / "template.yaml"),
-        count_sources(_ROOT / "layers" / "common" / "sources.toml"),
-        DYNAMODB_MS,
-    )
-    small, large = (
-        bills(usage, Scenario(per_month=n), DEFAULT_PRICES)["as deployed"]
-        for n in (COST_SMALL, COST_LARGE)
-    )
+    bills = model(results)
+    small, large = bills.at(SMALL), bills.at(LARGE)
     return (
-        f"${small.total:,.2f} a month at {COST_SMALL / 1e6:g} million webhooks (of which "
+        f"${small.total:,.2f} a month at {SMALL / 1e6:g} million webhooks (of which "
         f"${small.fixed:,.2f} fixed), ${large.per_million():,.2f} per million at "
-        f"{COST_LARGE / 1e6:g} million"
+        f"{LARGE / 1e6:g} million"
     )
 
 
@@ -240,75 +198,10 @@ FIGURES: Mapping[str, Callable[[Results], str]] = {
 }
 
 
-def blocks(text: str) -> list[str]:
-    """The names of the figures blocks in ``text``, in order."""
-    return [m.group(1) for m in BLOCK.finditer(text)]
+def figures(results: Results) -> dict[str, str]:
+    """Every README block's text by name."""
+    return {name: figure(results) for name, figure in FIGURES.items()}
 
 
-def render(text: str, results: Results = _load) -> str:
-    """``text`` with every figures block rewritten from ``results`` (a result file's parsed
-    JSON by name).
-
-    Raises
-    ------
-    KeyError
-        A block names no known figure.
-    """
-
-    def block(match: re.Match[str]) -> str:
-        name, rest = match.group(1), match.group(3)
-        body = FIGURES[name](results)
-        if body.startswith("\n"):  # a table between its markers, on lines of its own
-            return f"<!-- figures:{name} -->{body}<!-- /figures:{name} -->{rest}"
-        # prose inside a paragraph: the block and the rest of its line wrapped as the README is
-        line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
-        body = _UNIT.sub(_KEEP, body)  # never a number at a line's end and its unit on the next
-        marked = (
-            f"<!--{_KEEP}figures:{name}{_KEEP}-->{body}<!--{_KEEP}/figures:{name}{_KEEP}-->{rest}"
-        )
-        return _wrap(marked, line)[len(line) :].replace(_KEEP, " ")
-
-    return BLOCK.sub(block, text)
-
-
-_KEEP = "\x01"  # a space no line may break at (inside a marker, before a unit)
-_UNIT = re.compile(r"(?<=\d) (?=(?:s|ms|us)\b)")
-
-
-def _wrap(text: str, line: str) -> str:
-    """``text`` wrapped at :data:`WIDTH` as if it followed ``line`` (the start of its line),
-    continuation lines indented as ``line`` is."""
-    indent = line[: len(line) - len(line.lstrip(" "))]
-    wrapped = textwrap.fill(
-        _KEEP * len(line) + text,
-        width=WIDTH,
-        subsequent_indent=indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-    return line + wrapped[len(line) :]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Rewrite the README's figures (``--check``: exit 1 when they differ, write nothing)."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report a difference")
-    args = parser.parse_args(argv)
-    text = README.read_text()
-    if missing := set(FIGURES) - set(blocks(text)):
-        print(f"README lacks the figures blocks {sorted(missing)} (or a marker is broken)")
-        return 1
-    updated = render(text)
-    if updated == text:
-        print("README figures are up to date")
-        return 0
-    if args.check:
-        print("README figures differ from bench/results: run `make readme`")
-        return 1
-    README.write_text(updated)
-    print("README figures rewritten from bench/results")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+#: Blocks whose text comes from the registry or the settings, not from a result file.
+NOT_FROM_RESULTS = frozenset({"short-tolerances", "secrets-max-age"})
