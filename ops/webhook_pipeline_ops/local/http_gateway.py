@@ -39,7 +39,7 @@ from typing import Any, cast
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from webhook_pipeline_ops.local.provision import HttpRoute
-from webhook_pipeline_ops.local.runtime import LocalFunction
+from webhook_pipeline_ops.local.runtime import FunctionUnavailable, LocalFunction
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,8 @@ BODY_TIMEOUT_SECONDS = 10.0
 #: Seconds a kept-alive connection may stay idle before the gateway closes it.
 IDLE_TIMEOUT_SECONDS = 30.0
 _LOOPBACK = ("127.", "::1", "localhost", "[::1]")
+#: Seconds a sender is told to wait after a 503 for want of a function worker.
+RETRY_AFTER = "1"
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 
 
@@ -89,6 +91,7 @@ class Route:
         self.path = route.path
         self.function = function
         self.regex = _route_regex(route.path)
+        self.timeout_seconds = route.timeout_ms / 1000  # API Gateway's integration timeout
 
     @property
     def route_key(self) -> str:
@@ -399,7 +402,16 @@ class Gateway:
                         host=self.headers.get("Host") or "127.0.0.1",
                     )
                     try:
-                        result = route.function.invoke(event)
+                        result = route.function.invoke(
+                            event, deadline=time.monotonic() + route.timeout_seconds
+                        )
+                    except FunctionUnavailable:  # API Gateway's integration timeout: 503
+                        self._send(
+                            503,
+                            [("content-type", "application/json"), ("retry-after", RETRY_AFTER)],
+                            b'{"message":"Service Unavailable"}',
+                        )
+                        return 503
                     except Exception as exc:
                         log.error(
                             "%s raised:\n%s",

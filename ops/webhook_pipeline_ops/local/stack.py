@@ -82,6 +82,10 @@ _LOOPBACK_URL = re.compile(
 )
 
 
+#: Seconds a poller may take to return once its function is stopped (a ReceiveMessage long
+#: poll is 1 s; a slow moto answer is left behind: the threads are daemons).
+POLLER_STOP_SECONDS = 5.0
+
 LOCAL_HOOKS_VARIABLE = "WEBHOOK_PIPELINE_LOCAL_HOOKS_MODULE"
 """Names the processor's ``HOOKS_MODULE`` for the local stack (the e2e tests load the ledger)."""
 
@@ -714,15 +718,20 @@ class LocalStack:
             ready = self.dir / READY_FILE
             if ready.is_file() and json.loads(ready.read_text()).get("pid") == os.getpid():
                 ready.unlink()
-        self._stop_pollers()
+        # Within seconds whatever is queued: a batch or request still in a worker when the
+        # functions stop ends as on a crashed Lambda (the batch stays on the queue, the request
+        # gets 503), never waits for the function's timeout.
+        for poller in self.pollers:
+            poller.request_stop()
         self._stop_gateway()
         self._stop_functions()
+        self._stop_pollers()
         self._stop_moto()
         self._stop_redis()
 
     def _stop_pollers(self) -> None:
         for poller in self.pollers:
-            poller.stop()
+            poller.stop(timeout=POLLER_STOP_SECONDS)
         self.pollers = []
 
     def _stop_gateway(self) -> None:
