@@ -2,7 +2,9 @@
 
 Thin handler: settings and sources are validated at cold start (a bad configuration fails the
 init loudly; a source reading its delivery id from unsigned material is logged as a warning);
-AWS and Redis clients are created once per container on first use; the use case is
+the SQS and Secrets Manager clients and the Redis connection are made during the init too, as
+Lambda recommends (the init has its own time limit, the handler's 5 s timeout does not pay for
+them; the S3 client waits for the first body over the claim-check threshold); the use case is
 :class:`webhook_pipeline.ingest.service.IngestService`, which answers every request with an
 :class:`~webhook_pipeline.providers.model.Answer` mapped here to the API Gateway response.
 """
@@ -21,7 +23,7 @@ from webhook_pipeline.adapters.redis_gate import RedisGate, redis_client
 from webhook_pipeline.adapters.s3 import S3PayloadStore
 from webhook_pipeline.adapters.secrets_manager import SecretsManagerStore
 from webhook_pipeline.adapters.sqs import SqsQueue
-from webhook_pipeline.errors import IngestError
+from webhook_pipeline.errors import GateUnavailableError, IngestError
 from webhook_pipeline.http import request_from_event
 from webhook_pipeline.ingest.claims import CircuitBreaker
 from webhook_pipeline.ingest.service import IngestPolicy, IngestService, TimeBudget
@@ -49,18 +51,20 @@ if os.environ.get("WEBHOOK_PIPELINE_UNSIGNED_SUMMARY") != "printed":
     warn_unsigned(SOURCES)
 
 
+gate = RedisGate(
+    client_factory=functools.partial(
+        redis_client,
+        settings.redis_url,
+        settings.redis_connect_timeout_ms,
+        settings.redis_read_timeout_ms,
+        settings.redis_cluster_mode,
+    )
+)
+
+
 @functools.cache
 def service() -> IngestService:
-    """The wired use case, built once per container on first use."""
-    gate = RedisGate(
-        client_factory=functools.partial(
-            redis_client,
-            settings.redis_url,
-            settings.redis_connect_timeout_ms,
-            settings.redis_read_timeout_ms,
-            settings.redis_cluster_mode,
-        )
-    )
+    """The wired use case, built once per container (during the init, below)."""
     return IngestService(
         sources=SOURCES,
         secrets=SecretsManagerStore(
@@ -89,6 +93,19 @@ def service() -> IngestService:
         ),
         breaker=CircuitBreaker(cooldown_seconds=settings.gate_cooldown_seconds),
     )
+
+
+def connect_gate(gate: RedisGate) -> None:
+    """Open the gate's Redis connection during the init. Redis out of reach is no init failure:
+    the gate connects again on first use, and each request fails open or closed (I7)."""
+    try:
+        gate.connect()
+    except GateUnavailableError as exc:
+        logger.warning("redis not reachable during the init", extra={"error": str(exc)})
+
+
+service()  # the SQS and Secrets Manager clients, built during the init
+connect_gate(gate)
 
 
 def api_response(answer: Answer) -> dict[str, Any]:

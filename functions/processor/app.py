@@ -65,7 +65,8 @@ _METRIC = {
 
 @functools.cache
 def dynamodb_client() -> Any:
-    """DynamoDB client: created once per container (timeouts, standard retries)."""
+    """DynamoDB client: created once per container, during the init (timeouts, standard
+    retries)."""
     return aws_client("dynamodb", settings)
 
 
@@ -77,7 +78,7 @@ def s3_client() -> Any:
 
 @functools.cache
 def service() -> ProcessorService:
-    """The service and its thread pool: built once per container, on first use."""
+    """The service and its thread pool: built once per container (during the init, below)."""
     return ProcessorService(
         store=DynamoDBDeliveryStore(dynamodb_client(), settings.table_name),
         # Built on the first claim-checked body: most envelopes carry theirs inline.
@@ -89,6 +90,11 @@ def service() -> ProcessorService:
         retention=timedelta(days=settings.delivery_retention_days),
         coalesce=True,
     )
+
+
+# The DynamoDB client during the init, as Lambda recommends: the init has its own time limit,
+# the handler's timeout does not pay for it (the S3 client waits for a claim-checked body).
+service()
 
 
 def _messages(event: dict[str, Any]) -> list[Message]:

@@ -58,6 +58,9 @@ def sqs_client() -> Any:
     return aws_client("sqs", settings)
 
 
+sqs_client()  # during the init, as Lambda recommends: the handler's timeout does not pay for it
+
+
 def _log_message(result: MessageResult) -> None:
     envelope = result.envelope
     fields = {

@@ -395,6 +395,7 @@ class Run:
         self.done = 0
         self.total = 0
         self.traffic_over = threading.Event()
+        self.interrupted = threading.Event()  # Ctrl-C: no new send, no resend
         self.faults: list[dict[str, Any]] = []
         self.poison_keys: list[tuple[str, str]] = []
         self.poison_fix: list[tuple[str, str, bytes]] = []
@@ -511,7 +512,8 @@ class Run:
                 if line is not None:
                     print(line, file=sys.stderr, flush=True)
 
-        with ThreadPoolExecutor(max_workers=max(self.args.concurrency, 64)) as pool:
+        pool = ThreadPoolExecutor(max_workers=max(self.args.concurrency, 64))
+        try:
             for i in range(len(order)):
                 wait = started + offsets[i] - time.monotonic()
                 if wait > 0:
@@ -520,6 +522,13 @@ class Run:
                 if hold:
                     paced.acquire()
                 pool.submit(job, i, hold)
+        except KeyboardInterrupt:
+            # Ctrl-C: the queued sends are dropped and the ones in flight end after their
+            # current attempt, so the run stops within seconds instead of sending them all.
+            self.interrupted.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return copies, time.monotonic() - started
 
     def deliver(self, planned: Any, copy: Copy) -> None:
@@ -533,14 +542,14 @@ class Run:
                 sent.url, sent.body, sent.headers, self.args.timeout
             )
             copy.attempts.append(AttemptLog(status, self.now(), round(ms, 1), error))
-            if status is not None and status < 500:
+            if (status is not None and status < 500) or self.interrupted.is_set():
                 return
             if attempt < self.args.retries:
                 wait = min(MAX_RETRY_WAIT_SECONDS, 0.25 * 2**attempt)
                 retry_after = {k.lower(): v for k, v in headers.items()}.get("retry-after", "")
                 if retry_after.isdigit():
                     wait = min(MAX_RETRY_WAIT_SECONDS, float(retry_after))
-                time.sleep(wait)
+                self.interrupted.wait(wait)
 
     # -- faults --------------------------------------------------------------------------------
     def run_faults(self, schedule: list[ScheduledFault]) -> None:

@@ -40,7 +40,7 @@ class RecordingFunction:
         self.error = error
         self.spec = FunctionSpec("Fake", "fake", Path("."), "app.h", 3, 128, {}, [], [], [])
 
-    def invoke(self, event: dict[str, Any]) -> Any:
+    def invoke(self, event: dict[str, Any], deadline: float | None = None) -> Any:
         self.events.append(event)
         if self.error is not None:
             raise self.error
@@ -210,7 +210,7 @@ def test_poller_deletes_successes_and_leaves_reported_failures(aws: None) -> Non
         )
 
     class FailM1(RecordingFunction):
-        def invoke(self, event: dict[str, Any]) -> Any:
+        def invoke(self, event: dict[str, Any], deadline: float | None = None) -> Any:
             self.events.append(event)
             return {
                 "batchItemFailures": [

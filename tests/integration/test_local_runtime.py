@@ -11,12 +11,15 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from webhook_pipeline_ops.local.provision import FunctionSpec
-from webhook_pipeline_ops.local.runtime import FunctionError, LocalFunction
+from webhook_pipeline_ops.local.http_gateway import Gateway, Route
+from webhook_pipeline_ops.local.provision import FunctionSpec, HttpRoute
+from webhook_pipeline_ops.local.runtime import FunctionError, FunctionUnavailable, LocalFunction
 
 HANDLER = """
 import json, os, time
@@ -211,3 +214,144 @@ def test_concurrent_workers_write_whole_lines_to_the_shared_stdout(tmp_path: Pat
     docs = [json.loads(line) for line in lines]  # a cut line would not parse
     assert len(docs) == 1200
     assert len({d["pid"] for d in docs}) == 3
+
+
+SLOW_INIT_HANDLER = """
+import os, time
+from pathlib import Path
+
+if Path(os.environ["SLOW_INIT_FLAG"]).exists():  # the replacements' init, not the first ones'
+    time.sleep(float(Path(os.environ["SLOW_INIT_FLAG"]).read_text()))
+
+def handler(event, context):
+    if event.get("sleep"):
+        time.sleep(event["sleep"])
+    return {"pid": os.getpid(), "remaining_ms": context.get_remaining_time_in_millis()}
+"""
+
+
+def _slow_init_function(tmp: Path, *, timeout: int, concurrency: int = 1) -> LocalFunction:
+    code = tmp / "SlowInit"
+    code.mkdir()
+    (code / "app.py").write_text(SLOW_INIT_HANDLER)
+    spec = FunctionSpec("SlowInit", "stack-slow", code, "app.handler", timeout, 128, {}, [], [], [])
+    env = {"SLOW_INIT_FLAG": str(tmp / "slow-init")}
+    return LocalFunction(spec, env, "us-east-1", concurrency=concurrency)
+
+
+def test_a_timed_out_invocation_fails_at_its_timeout_not_after_the_replacement_init(
+    tmp_path: Path, functions: list[LocalFunction]
+) -> None:
+    """The replacement of a timed-out worker starts and initialises off the caller's path: the
+    invocation fails at the function's timeout, and a later one waits for the ready worker
+    (whose init is not counted against its own timeout)."""
+    fn = _slow_init_function(tmp_path, timeout=1)
+    functions.append(fn)
+    fn.load()
+    (tmp_path / "slow-init").write_text("3")  # every replacement takes 3 s to initialise
+    started = time.monotonic()
+    with pytest.raises(FunctionError) as caught:
+        fn.invoke({"sleep": 5})
+    assert caught.value.error_type == "Task.TimedOut"
+    assert time.monotonic() - started < 2.5  # 1 s timeout, not 1 s + the 3 s init
+    answer = fn.invoke({})  # waits for the replacement's init, then runs with its full timeout
+    assert answer["remaining_ms"] > 800
+
+
+def test_a_caller_deadline_with_no_ready_worker_is_function_unavailable(
+    tmp_path: Path, functions: list[LocalFunction]
+) -> None:
+    fn = _function(tmp_path, "Ingest", timeout=30)
+    functions.append(fn)
+    release = tmp_path / "release"
+    busy = threading.Thread(target=fn.invoke, args=({"wait_for": str(release)},))
+    busy.start()
+    try:
+        _wait_for(tmp_path / "release.started")
+        started = time.monotonic()
+        with pytest.raises(FunctionUnavailable) as caught:
+            fn.invoke({}, deadline=time.monotonic() + 0.5)
+        waited = time.monotonic() - started
+    finally:
+        release.touch()
+        busy.join(timeout=30)
+    assert caught.value.error_type == "Local.NoWorkerReady"
+    assert 0.4 < waited < 2.0
+
+
+def test_an_answer_not_back_by_the_deadline_is_unavailable_and_the_worker_finishes(
+    tmp_path: Path, functions: list[LocalFunction]
+) -> None:
+    """As API Gateway gives up at its integration timeout while the function runs on: the caller
+    gets FunctionUnavailable at its deadline; the worker finishes and serves again (not killed)."""
+    fn = _function(tmp_path, "Ingest", timeout=10)
+    functions.append(fn)
+    pid = fn.invoke({})["pid"]
+    started = time.monotonic()
+    with pytest.raises(FunctionUnavailable) as caught:
+        fn.invoke({"sleep": 2}, deadline=time.monotonic() + 0.5)
+    assert caught.value.error_type == "Local.IntegrationTimeout"
+    assert time.monotonic() - started < 1.5
+    assert fn.invoke({})["pid"] == pid  # waited for the same worker to finish the first one
+
+
+def test_stop_ends_busy_and_waiting_invocations_within_seconds_as_unavailable(
+    tmp_path: Path, functions: list[LocalFunction]
+) -> None:
+    fn = _function(tmp_path, "Ingest", timeout=60)
+    functions.append(fn)
+    fn.load()
+    errors: list[BaseException] = []
+
+    def call(event: dict[str, object]) -> None:
+        try:
+            fn.invoke(event)
+        except BaseException as exc:  # collected for the asserts below
+            errors.append(exc)
+
+    release = tmp_path / "release"  # never touched: the busy one is inside its handler
+    callers = [threading.Thread(target=call, args=({"wait_for": str(release)},))]
+    callers += [threading.Thread(target=call, args=({},)) for _ in range(3)]  # queued
+    for caller in callers:
+        caller.start()
+    _wait_for(tmp_path / "release.started")
+    started = time.monotonic()
+    fn.stop()
+    for caller in callers:
+        caller.join(timeout=10)
+    assert time.monotonic() - started < 5
+    assert len(errors) == 4
+    assert all(isinstance(e, FunctionUnavailable) for e in errors), errors
+    assert {e.error_type for e in errors if isinstance(e, FunctionError)} == {"Runtime.Stopped"}
+
+
+def test_the_gateway_answers_503_with_retry_after_when_no_worker_is_ready_in_time(
+    tmp_path: Path, functions: list[LocalFunction]
+) -> None:
+    """API Gateway's integration timeout (the route's TimeoutInMillis) bounds the wait for a
+    worker plus the invocation: past it the answer is 503 + Retry-After, never a 500."""
+    fn = _function(tmp_path, "Ingest", timeout=30)
+    functions.append(fn)
+    route = Route(HttpRoute("POST", "/webhooks/{source}", timeout_ms=1000), fn)
+    gateway = Gateway("127.0.0.1", 0, [route], {})
+    gateway.start()
+    release = tmp_path / "release"
+    busy = threading.Thread(target=fn.invoke, args=({"wait_for": str(release)},))
+    busy.start()
+    try:
+        _wait_for(tmp_path / "release.started")
+        started = time.monotonic()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{gateway.port}/webhooks/stripe", data=b"{}", method="POST"
+        )
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=30)
+        waited = time.monotonic() - started
+    finally:
+        release.touch()
+        busy.join(timeout=30)
+        gateway.stop()
+    assert caught.value.code == 503
+    assert caught.value.headers["Retry-After"] == "1"
+    assert json.loads(caught.value.read()) == {"message": "Service Unavailable"}
+    assert 0.9 < waited < 3.0

@@ -50,7 +50,7 @@ from webhook_pipeline.redaction import redact_target
 
 from webhook_pipeline_ops.credentials import query_credentials
 from webhook_pipeline_ops.local.provision import HttpRoute
-from webhook_pipeline_ops.local.runtime import LocalFunction
+from webhook_pipeline_ops.local.runtime import FunctionUnavailable, LocalFunction
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,8 @@ BODY_TIMEOUT_SECONDS = 10.0
 #: Seconds a kept-alive connection may stay idle before the gateway closes it.
 IDLE_TIMEOUT_SECONDS = 30.0
 _LOOPBACK = ("127.", "::1", "localhost", "[::1]")
+#: Seconds a sender is told to wait after a 503 for want of a function worker.
+RETRY_AFTER = "1"
 _INVOKE_PATH = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations$")
 _ENCODED_SEPARATOR = re.compile(r"%(2f|5c)", re.IGNORECASE)
 _DISCONNECTED = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
@@ -130,6 +132,7 @@ class Route:
         self.path = route.path
         self.function = function
         self.regex = _route_regex(route.path)
+        self.timeout_seconds = route.timeout_ms / 1000  # API Gateway's integration timeout
 
     @property
     def route_key(self) -> str:
@@ -486,7 +489,16 @@ class Gateway:
                         host=self.headers.get("Host") or "127.0.0.1",
                     )
                     try:
-                        result = route.function.invoke(event)
+                        result = route.function.invoke(
+                            event, deadline=time.monotonic() + route.timeout_seconds
+                        )
+                    except FunctionUnavailable:  # API Gateway's integration timeout: 503
+                        self._send(
+                            503,
+                            [("content-type", "application/json"), ("retry-after", RETRY_AFTER)],
+                            b'{"message":"Service Unavailable"}',
+                        )
+                        return 503
                     except Exception as exc:
                         log.error(
                             "%s raised:\n%s",

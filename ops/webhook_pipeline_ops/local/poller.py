@@ -22,7 +22,7 @@ import traceback
 from typing import Any
 
 from webhook_pipeline_ops.local.provision import QueueInfo, SqsEventSource
-from webhook_pipeline_ops.local.runtime import LocalFunction
+from webhook_pipeline_ops.local.runtime import FunctionUnavailable, LocalFunction
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,13 @@ class SqsPoller:
         )
         self._thread.start()
 
+    def request_stop(self) -> None:
+        """Receive no more batches (returns at once; a batch being processed goes on until its
+        invocation returns or the function is stopped, which leaves it on the queue)."""
+        self._stop.set()
+
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop polling; a batch being processed finishes first."""
+        """Stop polling; a batch being processed finishes first (``timeout`` seconds at most)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout)
@@ -140,6 +145,12 @@ class SqsPoller:
         self.stats["records"] += len(records)
         try:
             result = self.function.invoke({"Records": records})
+        except FunctionUnavailable as exc:  # the stack is stopping: the batch stays queued
+            self.stats["failed"] += len(records)
+            log.info(
+                "%s: the batch of %d stays on the queue (%s)", self.queue.name, len(records), exc
+            )
+            return
         except Exception as exc:
             self.stats["errors"] += 1
             self.stats["failed"] += len(records)

@@ -275,10 +275,16 @@ class SqsEventSource:
     enabled: bool = True
 
 
+#: API Gateway's integration timeout of an HTTP API route without ``TimeoutInMillis`` (also
+#: its maximum): the request is answered 503 when the function's answer is not back by then.
+HTTP_API_INTEGRATION_TIMEOUT_MS = 30_000
+
+
 @dataclass
 class HttpRoute:
     method: str  # upper case or ANY
     path: str  # /webhooks/{source}
+    timeout_ms: int = HTTP_API_INTEGRATION_TIMEOUT_MS  # the event's TimeoutInMillis
 
 
 @dataclass
@@ -686,6 +692,11 @@ class Provisioner:
                     HttpRoute(
                         method=str(ep.get("Method", "ANY")).upper(),
                         path=str(ep.get("Path", "/{proxy+}")),
+                        timeout_ms=int(
+                            self._resolve_or(
+                                ep.get("TimeoutInMillis"), HTTP_API_INTEGRATION_TIMEOUT_MS
+                            )
+                        ),
                     )
                 )
             else:

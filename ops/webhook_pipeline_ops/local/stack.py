@@ -82,6 +82,10 @@ _LOOPBACK_URL = re.compile(
 )
 
 
+#: Seconds a poller may take to return once its function is stopped (a ReceiveMessage long
+#: poll is 1 s; a slow moto answer is left behind: the threads are daemons).
+POLLER_STOP_SECONDS = 5.0
+
 LOCAL_HOOKS_VARIABLE = "WEBHOOK_PIPELINE_LOCAL_HOOKS_MODULE"
 """Names the processor's ``HOOKS_MODULE`` for the local stack (the e2e tests load the ledger)."""
 
@@ -728,15 +732,25 @@ class LocalStack:
             ready = self.dir / READY_FILE
             if ready.is_file() and json.loads(ready.read_text()).get("pid") == os.getpid():
                 ready.unlink()
-        self._stop_pollers()
-        self._stop_gateway()
-        self._stop_functions()
-        self._stop_moto()
-        self._stop_redis()
+        # Within seconds whatever is queued: a batch or request still in a worker when the
+        # functions stop ends as on a crashed Lambda (the batch stays on the queue, the request
+        # gets 503), never waits for the function's timeout.
+        for poller in self.pollers:
+            poller.request_stop()
+        for step in (
+            self._stop_gateway,
+            self._stop_functions,
+            self._stop_pollers,
+            self._stop_moto,
+            self._stop_redis,
+        ):
+            started = time.monotonic()
+            step()
+            log.debug("stop: %s took %.2f s", step.__name__, time.monotonic() - started)
 
     def _stop_pollers(self) -> None:
         for poller in self.pollers:
-            poller.stop()
+            poller.stop(timeout=POLLER_STOP_SECONDS)
         self.pollers = []
 
     def _stop_gateway(self) -> None:
@@ -746,8 +760,12 @@ class LocalStack:
         self.gateway = self.invoke_gateway = None
 
     def _stop_functions(self) -> None:
-        for fn in self.functions.values():
-            fn.stop()
+        """Stop every function at once: their workers' grace periods run side by side."""
+        threads = [threading.Thread(target=fn.stop) for fn in self.functions.values()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
 
     def _stop_moto(self) -> None:
         if self.moto is not None:

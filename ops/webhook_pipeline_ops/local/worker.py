@@ -179,6 +179,8 @@ def main(argv: list[str]) -> int:
     sock = socket.socket(fileno=int(argv[0]))
     try:
         return serve(sock)
+    except (BrokenPipeError, ConnectionResetError):  # the stack stopped while we answered
+        return 0
     finally:
         sock.close()
 

@@ -1,7 +1,8 @@
 """The one way AWS clients are built: from a function's settings, once per container.
 
 Every client gets the function's botocore configuration (explicit connect/read timeouts,
-``standard`` retries with the configured attempts); none is built at import time.
+``standard`` retries with the configured attempts); this module builds none at its import: the
+functions build theirs during their init (``functions/*/app.py``).
 """
 
 from __future__ import annotations

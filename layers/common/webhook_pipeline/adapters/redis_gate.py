@@ -109,6 +109,17 @@ class RedisGate:
             self._client = self._factory()
         return self._client
 
+    def connect(self) -> None:
+        """Build the client and open its first connection (one ``PING``): during a function's
+        init, so that the first claim does not pay for the connection and its TLS handshake.
+
+        Raises
+        ------
+        GateUnavailableError
+            Redis did not answer within its timeouts; the next command connects again.
+        """
+        self._call(lambda: self.client.ping())
+
     def _script(self, source: str) -> Any:
         script = self._scripts.get(source)
         if script is None:
