@@ -73,7 +73,7 @@ def _session(endpoint: str) -> Any:
 
     class Clients:
         def __getattr__(self, service: str) -> Any:
-            return session.client(service, endpoint_url=endpoint, config=config)
+            return session.client(service, endpoint_url=endpoint, config=config)  # type: ignore[call-overload]
 
     return Clients()
 
@@ -194,14 +194,16 @@ def state(endpoint: str) -> dict[str, Any]:
 
 def checks(s: dict[str, Any]) -> dict[str, bool]:
     """One named check per template property; True when moto holds it as the template says."""
-    main = next((a for n, a in s["queues"].items() if "MainQueue" in n), {})
-    dlq = next((a for n, a in s["queues"].items() if "DeadLetterQueue" in n), {})
+    main: dict[str, Any] = next((a for n, a in s["queues"].items() if "MainQueue" in n), {})
+    dlq: dict[str, Any] = next((a for n, a in s["queues"].items() if "DeadLetterQueue" in n), {})
     redrive = json.loads(main.get("RedrivePolicy", "{}"))
-    table = next(iter(s["tables"].values()), {"table": {}, "ttl": {}, "backups": {}})
+    table: dict[str, Any] = next(
+        iter(s["tables"].values()), {"table": {}, "ttl": {}, "backups": {}}
+    )
     gsi = {g["IndexName"]: g for g in table["table"].get("GlobalSecondaryIndexes", [])}
     proj = gsi.get("ByReceivedTime", {}).get("Projection", {})
     pitr = table["backups"].get("PointInTimeRecoveryDescription", {})
-    bucket = next(iter(v for k, v in s["buckets"].items() if "payload" in k), {})
+    bucket: dict[str, Any] = next(iter(v for k, v in s["buckets"].items() if "payload" in k), {})
     return {
         "queue: main VisibilityTimeout 390": main.get("VisibilityTimeout") == "390",
         "queue: main MessageRetentionPeriod 345600": main.get("MessageRetentionPeriod") == "345600",
