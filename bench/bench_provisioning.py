@@ -241,7 +241,7 @@ def checks(s: dict[str, Any]) -> dict[str, bool]:
         in json.dumps(bucket.get("lifecycle", "")),
         "bucket: policy (TLS only)": "aws:SecureTransport" in json.dumps(bucket.get("policy", "")),
         "topic: alarm topic": any("AlarmTopic" in t for t in s["topics"]),
-        "alarms: 13 (12 with the default parameters' conditions)": len(s["alarms"]) >= 12,
+        "alarms: the template's 13": len(s["alarms"]) == 13,
         "dashboard": bool(s["dashboards"]),
         "log groups: 4": len(s["log_groups"]) == 4,
     }
