@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops import commands_cost as cost
+from webhook_pipeline_ops.commands import cost
 from webhook_pipeline_ops.cli import main
 from webhook_pipeline_ops.local.provision import load_template
 

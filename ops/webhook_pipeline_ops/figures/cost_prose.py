@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook_pipeline_ops.commands_cost import (
+from webhook_pipeline_ops.commands.cost import (
     DEFAULT_PRICES,
     ESM_LONG_POLL_SECONDS,
     SECONDS_PER_MONTH,

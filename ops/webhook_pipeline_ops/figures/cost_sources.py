@@ -1,10 +1,10 @@
 """docs/cost.md's inputs: where the model's quantities come from (the template's settings as
 the model reads them) and the default price table, from
-:mod:`webhook_pipeline_ops.commands_cost` and template.yaml."""
+:mod:`webhook_pipeline_ops.commands.cost` and template.yaml."""
 
 from __future__ import annotations
 
-from webhook_pipeline_ops.commands_cost import (
+from webhook_pipeline_ops.commands.cost import (
     DEFAULT_PRICES,
     DYNAMODB_MS,
     PRICES_AS_OF,
