@@ -13,8 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops import commands_cost as cost
+from webhook_pipeline_ops.aws import OpsError
 from webhook_pipeline_ops.cli import main
+from webhook_pipeline_ops.cost.aws_lambda import batch_records
+from webhook_pipeline_ops.cost.bill import Bill
+from webhook_pipeline_ops.cost.dynamodb import write_units
+from webhook_pipeline_ops.cost.estimate import bills, estimate
+from webhook_pipeline_ops.cost.inputs import platform_log_bytes, usage_from
+from webhook_pipeline_ops.cost.prices import DEFAULT_PRICES, parse_prices
+from webhook_pipeline_ops.cost.template import access_log_bytes, template_settings
+from webhook_pipeline_ops.cost.usage import Scenario, Usage
+from webhook_pipeline_ops.cost.variants import VARIANTS
+from webhook_pipeline_ops.cost.xray import sampled
 from webhook_pipeline_ops.local.provision import load_template
 
 pytestmark = pytest.mark.unit
@@ -24,7 +34,7 @@ S = 730 * 3600  # seconds in the model's month
 DAYS = 730 / 24  # days in the model's month
 GIB = 1024**3
 
-USAGE = cost.Usage(
+USAGE = Usage(
     ingest_ms_accepted=10,
     ingest_ms_duplicate=2,
     ingest_log_bytes_accepted=1000,
@@ -57,7 +67,7 @@ USAGE = cost.Usage(
     ingest_info_line_bytes=600,
     processor_info_line_bytes=300,
 )
-SCENARIO = cost.Scenario(
+SCENARIO = Scenario(
     per_month=1_000_000,
     duplicate_share=0.1,
     ordered_share=0.5,
@@ -65,16 +75,16 @@ SCENARIO = cost.Scenario(
     secrets_max_age_s=S / 1000,  # 1,000 reads of each secret a month
     log_compression=0.1,
 )
-PRICES = cost.DEFAULT_PRICES
+PRICES = DEFAULT_PRICES
 
 
-def lines(bill: cost.Bill) -> dict[str, float]:
+def lines(bill: Bill) -> dict[str, float]:
     return {f"{line.service}: {line.item}": line.usd_month for line in bill.lines}
 
 
 def test_a_worked_month_line_by_line() -> None:
     # Given 1,000,000 requests: 100,000 duplicates, 900,000 new (450,000 ordered), batches of 10
-    bill = cost.estimate(USAGE, SCENARIO, PRICES)
+    bill = estimate(USAGE, SCENARIO, PRICES)
     got = lines(bill)
     expected = {
         "API Gateway: HTTP API requests": 1.00,
@@ -122,7 +132,7 @@ def test_a_worked_month_line_by_line() -> None:
 def test_x_ray_vpc_endpoints_and_claim_checks_when_present() -> None:
     usage = replace(USAGE, tracing=True, interface_endpoints=2, availability_zones=2)
     scenario = replace(SCENARIO, duplicate_share=0.0, large_body_share=0.01)
-    got = lines(cost.estimate(usage, scenario, PRICES))
+    got = lines(estimate(usage, scenario, PRICES))
     # 1,000,000 ingest + 100,000 processor invocations, both sampled by the default rule
     ingest, processor = 1_000_000, 100_000
     traced = sum(
@@ -140,34 +150,34 @@ def test_x_ray_vpc_endpoints_and_claim_checks_when_present() -> None:
 
 def test_sampling_keeps_one_request_a_second_and_five_percent_of_the_rest() -> None:
     # One request a second on average: a second holds at least one with probability 1 - 1/e
-    one = cost.sampled(S, SCENARIO)
+    one = sampled(S, SCENARIO)
     assert one == pytest.approx(S * (1 - math.exp(-1)) + 0.05 * S * math.exp(-1))
     # A hundred a second: the reservoir is always full
-    assert cost.sampled(100 * S, SCENARIO) == pytest.approx(S + 0.05 * 99 * S)
+    assert sampled(100 * S, SCENARIO) == pytest.approx(S + 0.05 * 99 * S)
     # Fewer requests than seconds: nearly all of them
-    assert cost.sampled(1000, SCENARIO) == pytest.approx(1000, rel=1e-3)
+    assert sampled(1000, SCENARIO) == pytest.approx(1000, rel=1e-3)
 
 
 def test_write_units_round_up_per_kilobyte() -> None:
-    assert [cost.write_units(b) for b in (0, 1, 1024, 1025, 2048, 2049)] == [1, 1, 1, 2, 2, 3]
+    assert [write_units(b) for b in (0, 1, 1024, 1025, 2048, 2049)] == [1, 1, 1, 2, 2, 3]
 
 
 def test_batches_fill_with_what_arrives_during_the_window() -> None:
     usage = replace(USAGE, batching_window_s=1.0, batch_size=10)
-    assert cost.batch_records(usage, 0.0) == 1.0
-    assert cost.batch_records(usage, 2.5) == 3.5
-    assert cost.batch_records(usage, 100.0) == 10.0
+    assert batch_records(usage, 0.0) == 1.0
+    assert batch_records(usage, 2.5) == 3.5
+    assert batch_records(usage, 100.0) == 10.0
 
 
 def test_sqs_bills_each_64_kib_of_an_envelope() -> None:
     usage = replace(USAGE, envelope_bytes=150_000)  # 3 chunks
-    got = lines(cost.estimate(usage, SCENARIO, PRICES))
+    got = lines(estimate(usage, SCENARIO, PRICES))
     assert got["SQS: send + receive + delete"] == pytest.approx((900_000 * 3 + 180_000) / 1e6 * 0.4)
 
 
 def test_claims_above_the_minimum_storage_are_billed() -> None:
     scenario = replace(SCENARIO, per_month=10_000_000, duplicate_share=0.0)
-    got = lines(cost.estimate(USAGE, scenario, PRICES))
+    got = lines(estimate(USAGE, scenario, PRICES))
     above = 10_000_000 * 100 / GIB - 0.1
     assert got["ElastiCache: storage above the minimum (claims within their TTL)"] == (
         pytest.approx(above * 730 * 0.084)
@@ -175,36 +185,36 @@ def test_claims_above_the_minimum_storage_are_billed() -> None:
 
 
 def test_variants_change_only_what_they_say() -> None:
-    bills = cost.bills(USAGE, SCENARIO, PRICES)
-    base = lines(bills["as deployed"])
+    by_variant = bills(USAGE, SCENARIO, PRICES)
+    base = lines(by_variant["as deployed"])
     # unordered: 900,000 conditional puts of a 1,500-byte item (2 units each)
-    unordered = lines(bills["unordered"])
+    unordered = lines(by_variant["unordered"])
     assert unordered["DynamoDB: processor writes (delivery + watermark)"] == pytest.approx(
         1.8 * 0.625
     )
     # no-redis: no cache, no VPC; claim + confirm per new delivery, a failed put per duplicate
-    no_redis = lines(bills["no-redis"])
+    no_redis = lines(by_variant["no-redis"])
     assert not [k for k in no_redis if k.startswith(("ElastiCache", "VPC"))]
     assert no_redis["DynamoDB: gate writes (claim, confirm)"] == pytest.approx(1.9 * 0.625)
     assert no_redis["Lambda: ingest duration"] == pytest.approx(
         (900_000 * 20 + 100_000 * 7) / 1000 * 0.0000133334
     )
     # lean-logs: the INFO lines and the platform lines go, EMF stays
-    lean = lines(bills["lean-logs"])
+    lean = lines(by_variant["lean-logs"])
     kept = 900_000 * 400 + 100_000 * 0 + 90_000 * 200 + 900_000 * 100
     assert lean["CloudWatch: log ingestion"] == pytest.approx(kept / GIB * 0.5)
     # no-tracing: the same bill as this (already untraced) deployment
-    assert lines(bills["no-tracing"]) == base
+    assert lines(by_variant["no-tracing"]) == base
 
 
 def test_prices_are_parameters() -> None:
-    prices = cost.parse_prices(["api_http_per_million=3.5", "dynamodb_write_unit_per_million=1.25"])
-    got = lines(cost.estimate(USAGE, SCENARIO, prices))
+    prices = parse_prices(["api_http_per_million=3.5", "dynamodb_write_unit_per_million=1.25"])
+    got = lines(estimate(USAGE, SCENARIO, prices))
     assert got["API Gateway: HTTP API requests"] == pytest.approx(3.5)
     assert got["DynamoDB: processor writes (delivery + watermark)"] == pytest.approx(2.7 * 1.25)
     for bad in (["nope=1"], ["api_http_per_million=x"], ["api_http_per_million=-1"]):
-        with pytest.raises(cost.OpsError) as raised:
-            cost.parse_prices(bad)
+        with pytest.raises(OpsError) as raised:
+            parse_prices(bad)
         assert raised.value.exit_code == 2
 
 
@@ -212,7 +222,7 @@ def test_prices_are_parameters() -> None:
 
 
 def test_settings_come_from_the_template() -> None:
-    settings = cost.template_settings(load_template(ROOT / "template.yaml"))
+    settings = template_settings(load_template(ROOT / "template.yaml"))
     assert settings["ingest_memory_mb"] == 512 and settings["processor_memory_mb"] == 512
     assert settings["architecture"] == "arm64"
     assert (settings["batch_size"], settings["batching_window_s"]) == (10, 1.0)
@@ -230,13 +240,13 @@ def test_settings_come_from_the_template() -> None:
 
 def test_lambda_platform_lines_are_counted_from_their_formats() -> None:
     # START (17 + 36 + 17) + END (15 + 36) + REPORT (18 + 36 + 19 + 23 + 20 + 23 + 1), newlines
-    assert cost.platform_log_bytes(512) == (71 + 52 + 141, 93)
+    assert platform_log_bytes(512) == (71 + 52 + 141, 93)
 
 
 def test_access_log_line_is_the_template_format_filled_in() -> None:
     template = load_template(ROOT / "template.yaml")
     fmt = template["Resources"]["WebhookApi"]["Properties"]["AccessLogSettings"]["Format"]
-    size = cost.access_log_bytes(template)
+    size = access_log_bytes(template)
     assert "$context" in fmt and size > 200
     # every variable is replaced by a value no longer than 26 characters
     assert size < len(fmt)
@@ -273,7 +283,7 @@ def inputs_doc(**over: Any) -> dict[str, Any]:
 
 def test_usage_takes_the_processor_cpu_and_adds_the_dynamodb_wait() -> None:
     template = load_template(ROOT / "template.yaml")
-    usage = cost.usage_from(inputs_doc(), template, sources=3, dynamodb_ms=12)
+    usage = usage_from(inputs_doc(), template, sources=3, dynamodb_ms=12)
     # batch of 1: 5 ms, batch of 10: 32 ms -> 3 ms a record, 2 ms (+0.5 rounding) per invocation
     assert usage.processor_ms_per_record == pytest.approx(3)
     assert usage.processor_ms_fixed == pytest.approx(2.5)
@@ -322,7 +332,7 @@ def test_command_json_totals_are_the_sum_of_their_lines(
     assert code == 0
     doc = json.loads(out)
     assert doc["prices"]["region"] == "us-east-1" and doc["prices"]["as_of"]
-    assert [b["variant"] for b in doc["bills"]] == list(cost.VARIANTS)
+    assert [b["variant"] for b in doc["bills"]] == list(VARIANTS)
     for bill in doc["bills"]:
         total = sum(line["usd_month"] for line in bill["lines"])
         assert bill["usd_month"] == pytest.approx(total, abs=1e-3)

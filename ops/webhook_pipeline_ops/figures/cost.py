@@ -1,6 +1,6 @@
 """docs/cost.md's bill: the per-line table, the totals, the variants and the shares, from the
 cost model exactly as ``webhook-pipeline cost --per-month N`` computes them (its
-:func:`~webhook_pipeline_ops.commands_cost.usage_from` over ``cost_inputs.json``, the template and
+:func:`~webhook_pipeline_ops.cost.inputs.usage_from` over ``cost_inputs.json``, the template and
 the number of sources, its default price table)."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from webhook_pipeline_ops.figures.render import ROOT, Results, table
 
 if TYPE_CHECKING:
-    from webhook_pipeline_ops.commands_cost import Bill, Usage
+    from webhook_pipeline_ops.cost.bill import Bill
+    from webhook_pipeline_ops.cost.usage import Usage
 
 #: The monthly volumes docs/cost.md quotes (webhooks a month); the README quotes the first and
 #: the last.
@@ -70,14 +71,11 @@ def template() -> Any:
 def model(results: Results) -> Model:
     """The cost model over ``results("cost_inputs.json")``, the template and sources.toml, with
     the default prices and DynamoDB wait, at each of :data:`VOLUMES`."""
-    from webhook_pipeline_ops.commands_cost import (
-        DEFAULT_PRICES,
-        DYNAMODB_MS,
-        Scenario,
-        bills,
-        count_sources,
-        usage_from,
-    )
+    from webhook_pipeline_ops.cost.estimate import bills
+    from webhook_pipeline_ops.cost.inputs import usage_from
+    from webhook_pipeline_ops.cost.prices import DEFAULT_PRICES
+    from webhook_pipeline_ops.cost.template import count_sources
+    from webhook_pipeline_ops.cost.usage import DYNAMODB_MS, Scenario
 
     usage = usage_from(
         results("cost_inputs.json"),

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook_pipeline_ops.commands_cost import (
-    DEFAULT_PRICES,
-    ESM_LONG_POLL_SECONDS,
-    SECONDS_PER_MONTH,
-    Scenario,
-    Usage,
-    batch_records,
-    bills,
-    write_units,
-)
+from webhook_pipeline_ops.cost.aws_lambda import batch_records
+from webhook_pipeline_ops.cost.dynamodb import write_units
+from webhook_pipeline_ops.cost.estimate import bills
+from webhook_pipeline_ops.cost.prices import DEFAULT_PRICES
+from webhook_pipeline_ops.cost.sqs import ESM_LONG_POLL_SECONDS
+from webhook_pipeline_ops.cost.units import SECONDS_PER_MONTH
+from webhook_pipeline_ops.cost.usage import Scenario, Usage
 from webhook_pipeline_ops.figures.cost import LARGE, SMALL, Model, model, money, share, usd
 from webhook_pipeline_ops.figures.render import Results, bullets, table
 

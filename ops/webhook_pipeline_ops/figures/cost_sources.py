@@ -1,16 +1,12 @@
 """docs/cost.md's inputs: where the model's quantities come from (the template's settings as
 the model reads them) and the default price table, from
-:mod:`webhook_pipeline_ops.commands_cost` and template.yaml."""
+:mod:`webhook_pipeline_ops.cost` and template.yaml."""
 
 from __future__ import annotations
 
-from webhook_pipeline_ops.commands_cost import (
-    DEFAULT_PRICES,
-    DYNAMODB_MS,
-    PRICES_AS_OF,
-    PRICES_REGION,
-    SQS_CHUNK_BYTES,
-)
+from webhook_pipeline_ops.cost.prices import DEFAULT_PRICES, PRICES_AS_OF, PRICES_REGION
+from webhook_pipeline_ops.cost.sqs import SQS_CHUNK_BYTES
+from webhook_pipeline_ops.cost.usage import DYNAMODB_MS
 from webhook_pipeline_ops.figures.cost import Model, model, template
 from webhook_pipeline_ops.figures.render import Results, table
 
