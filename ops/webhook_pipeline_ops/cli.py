@@ -40,7 +40,7 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.commands.cost",
     "webhook_pipeline_ops.commands_chaos",
     "webhook_pipeline_ops.local.commands",
-    "webhook_pipeline_ops.console.command",
+    "webhook_pipeline_ops.commands.console",
 )
 #: Exit code when stdout was closed by the reader (128 + SIGPIPE, like other CLI tools).
 EXIT_BROKEN_PIPE = 141

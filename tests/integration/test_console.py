@@ -514,7 +514,8 @@ def test_the_command_reads_a_stack_and_warns_loudly_beyond_loopback(
     aws: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from webhook_pipeline_ops.cli import main
-    from webhook_pipeline_ops.console import command, server
+    from webhook_pipeline_ops.commands import console as command
+    from webhook_pipeline_ops.console import server
 
     # Given a deployed stack's outputs (moto CloudFormation)
     sqs = boto3.client("sqs")

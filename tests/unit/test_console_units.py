@@ -1,14 +1,21 @@
 """Pure parts of the console and the CLI's help: body display (escaping, caps, JSON tree), the
-request checks of the guard, reST markup removal, and the vendored chart library's checksums."""
+request checks of the guard, reST markup removal, the vendored chart library's checksums, and the
+routes reading their application's own state."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import httpx
 import pytest
 from webhook_pipeline_ops.console import bodies
+from webhook_pipeline_ops.console.app import create_app
+from webhook_pipeline_ops.console.backend import Target
 from webhook_pipeline_ops.console.security import ConsoleGuard, host_port
 from webhook_pipeline_ops.output import plain_text
 
@@ -154,3 +161,33 @@ def test_pages_load_nothing_from_another_origin() -> None:
         assert not re.search(r"""(src|href)=["']?(https?:)?//""", text), path
         assert not re.search(r"<[^>]*\son[a-z]+=", text), path  # CSP: no inline handlers
         assert "<script>" not in text, path  # scripts only from files
+
+
+def test_two_apps_each_serve_their_own_backend_and_token() -> None:
+    # Given two consoles in one process (module-level routes), each with its backend and token
+    def console(label: str, token: str) -> Any:
+        backend = SimpleNamespace(
+            target=Target(local=False, label=label, stack=label, region="us-east-1"),
+            health=lambda: {"stack": label},
+        )
+        return create_app(backend, allowed_hosts=["testserver"], token=token)  # type: ignore[arg-type]
+
+    async def ask(app: Any, path: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.get(path)
+
+    first, second = console("stack-one", "token-one"), console("stack-two", "token-two")
+    # When both are asked, the one created last first
+    pages = {
+        name: asyncio.run(ask(app, "/health")).text for name, app in (("2", second), ("1", first))
+    }
+    data = {
+        name: asyncio.run(ask(app, "/api/health")).json()
+        for name, app in (("2", second), ("1", first))
+    }
+    # Then each page and each JSON answer comes from its own application's state
+    assert 'content="token-one"' in pages["1"] and "stack-one" in pages["1"]
+    assert 'content="token-two"' in pages["2"] and "stack-two" in pages["2"]
+    assert "token-two" not in pages["1"] and "stack-two" not in pages["1"]
+    assert data == {"1": {"stack": "stack-one"}, "2": {"stack": "stack-two"}}

@@ -8,10 +8,11 @@ the replay (:func:`webhook_pipeline_ops.commands_replay.run_direct`, i.e.
 :func:`webhook_pipeline.replay.run.replay`) and the queue status
 (:mod:`webhook_pipeline_ops.commands_status`).
 
-Modules: :mod:`.command` (the CLI command), :mod:`.app` (routes and pages), :mod:`.backend` (data),
-:mod:`.jobs` (replays in the background), :mod:`.health` (metrics, alarms), :mod:`.security`
-(Host check, same-origin and token checks, response headers), :mod:`.bodies` (safe body display),
-:mod:`.server` (the uvicorn server, started and stopped cleanly).
+The CLI verb is :mod:`webhook_pipeline_ops.commands.console`. Modules: :mod:`.app` (routes and
+pages), :mod:`.backend` (data), :mod:`.jobs` (replays in the background), :mod:`.health` (metrics,
+alarms), :mod:`.security` (Host check, same-origin and token checks, response headers),
+:mod:`.bodies` (safe body display), :mod:`.server` (the uvicorn server, started and stopped
+cleanly).
 """
 
 from __future__ import annotations

@@ -190,39 +190,54 @@ def metric_series(
         CloudWatch failed (no permission, no connection).
     """
     now = now or datetime.now(UTC)
-    start = now - timedelta(minutes=minutes)
     metrics = [
         (chart, metric)
         for chart in charts
         if not (local and chart.sampled_locally)
         for metric in chart.metrics
     ]
-    queries = [
-        {
-            "Id": metric.key,
-            "Label": metric.label,
-            "MetricStat": {
-                "Metric": {
-                    "Namespace": metric.namespace,
-                    "MetricName": metric.name,
-                    "Dimensions": names.dimensions(metric),
-                },
-                "Period": period,
-                "Stat": (metric.local_stat or metric.stat) if local else metric.stat,
-            },
-            "ReturnData": True,
+    queries = [_query(metric, names, local=local, period=period) for _, metric in metrics]
+    points = _fetch(cloudwatch, queries, start=now - timedelta(minutes=minutes), end=now)
+    out: dict[str, dict[str, Any]] = {}
+    for chart, metric in metrics:
+        stamps = sorted(points[metric.key])
+        out[metric.key] = {
+            "label": metric.label,
+            "chart": chart.key,
+            "t": stamps,
+            "v": [points[metric.key][s] for s in stamps],
         }
-        for _, metric in metrics
-    ]
-    out: dict[str, dict[str, Any]] = {
-        metric.key: {"label": metric.label, "chart": chart.key, "t": [], "v": []}
-        for chart, metric in metrics
+    _combine(out)
+    return out
+
+
+def _query(metric: Metric, names: Names, *, local: bool, period: int) -> dict[str, Any]:
+    """One ``MetricDataQueries`` entry of ``GetMetricData``."""
+    return {
+        "Id": metric.key,
+        "Label": metric.label,
+        "MetricStat": {
+            "Metric": {
+                "Namespace": metric.namespace,
+                "MetricName": metric.name,
+                "Dimensions": names.dimensions(metric),
+            },
+            "Period": period,
+            "Stat": (metric.local_stat or metric.stat) if local else metric.stat,
+        },
+        "ReturnData": True,
     }
-    points: dict[str, dict[float, float]] = {key: {} for key in out}
+
+
+def _fetch(
+    cloudwatch: CloudWatchClient, queries: list[dict[str, Any]], *, start: datetime, end: datetime
+) -> dict[str, dict[float, float]]:
+    """Query id -> ``{epoch seconds: value}``, every page of ``GetMetricData`` read."""
+    points: dict[str, dict[float, float]] = {query["Id"]: {} for query in queries}
     request: dict[str, Any] = {
         "MetricDataQueries": queries,
         "StartTime": start,
-        "EndTime": now,
+        "EndTime": end,
         "ScanBy": "TimestampAscending",
     }
     while queries:
@@ -239,10 +254,11 @@ def metric_series(
         if not token:
             break
         request["NextToken"] = token
-    for key, series in points.items():
-        stamps = sorted(series)
-        out[key]["t"] = stamps
-        out[key]["v"] = [series[s] for s in stamps]
+    return points
+
+
+def _combine(out: dict[str, dict[str, Any]]) -> None:
+    """Add the :data:`COMBINED` series (sums of their parts, which are then hidden) to ``out``."""
     for key, (label, parts) in COMBINED.items():
         if all(part in out for part in parts):
             total: dict[float, float] = {}
@@ -259,7 +275,6 @@ def metric_series(
             }
             for part in parts:
                 out[part]["hidden"] = True  # drawn as their sum
-    return out
 
 
 #: The state shown for every alarm of the local stack: moto stores alarms, never evaluates them.
