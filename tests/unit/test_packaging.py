@@ -5,7 +5,6 @@ editable mode and is missing everywhere else."""
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
