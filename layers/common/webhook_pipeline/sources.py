@@ -47,7 +47,7 @@ from webhook_pipeline.providers.registry import (
     provider_class,
 )
 from webhook_pipeline.redaction import refuse_credentials
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
 
 DEFAULT_SOURCES_FILE = Path(__file__).resolve().parent.parent / "sources.toml"
 SOURCE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers import Provider, provider_class
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 def build(

@@ -12,9 +12,9 @@ import pytest
 from hubspot.exceptions import InvalidSignatureTimestampError
 from hubspot.utils.signature import Signature
 from webhook_pipeline.errors import TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
 from webhook_pipeline.sources import Source, resolve
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.challenges import query_value
 from webhook_pipeline.providers.schemes import (
     format_rfc3339,
@@ -16,6 +15,7 @@ from webhook_pipeline.providers.schemes import (
     restamp_keyed_header,
     with_field,
 )
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import make_request
 

@@ -25,12 +25,12 @@ from webhook_pipeline.errors import (
     VerificationError,
 )
 from webhook_pipeline.fields import dig
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
 from webhook_pipeline.providers import Provider, all_providers, load_provider_modules
 from webhook_pipeline.providers.registry import builtin_module_names
-from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import Source, load_sources, resolve
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import make_request
 

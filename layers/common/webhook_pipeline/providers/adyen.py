@@ -39,7 +39,6 @@ from typing import Any
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.crypto import decode_base64, hmac_digest, match_secrets
 from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import (
@@ -52,6 +51,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.webhook_request import WebhookRequest
 
 ITEM = "NotificationRequestItem"
 ITEMS = "notificationItems"

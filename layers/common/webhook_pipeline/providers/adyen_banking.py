@@ -37,7 +37,6 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.adyen import hmac_key, validate_hmac_key
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import hmac_digest, match_secrets
@@ -52,6 +51,7 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import header_digest
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "HmacSignature"
 

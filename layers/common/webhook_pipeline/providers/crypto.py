@@ -19,7 +19,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 def constant_time_equal(a: bytes | str, b: bytes | str) -> bool:

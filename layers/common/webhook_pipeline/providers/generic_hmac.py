@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     DIGESTS,
@@ -45,6 +44,7 @@ from webhook_pipeline.providers.crypto import (
 )
 from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.webhook_request import WebhookRequest
 
 ENCODINGS = ("hex", "base64")
 TIMESTAMP_UNITS = {"seconds": 1, "milliseconds": 1000}

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import signature_header
 from webhook_pipeline.providers.model import (
@@ -32,6 +31,7 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_token
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "X-Gitlab-Token"
 DELIVERY_HEADER = "Idempotency-Key"

@@ -47,7 +47,6 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
@@ -58,6 +57,7 @@ from webhook_pipeline.providers.crypto import (
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import utf8_hmac
+from webhook_pipeline.webhook_request import WebhookRequest, called_url
 
 HEADER = "X-HubSpot-Signature-v3"
 TIMESTAMP_HEADER = "X-HubSpot-Request-Timestamp"

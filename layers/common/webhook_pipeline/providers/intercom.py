@@ -27,7 +27,6 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
@@ -37,6 +36,7 @@ from webhook_pipeline.providers.crypto import (
 )
 from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "X-Hub-Signature"
 PREFIX = "sha1="

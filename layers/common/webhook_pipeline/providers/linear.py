@@ -23,7 +23,6 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import TimestampError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
@@ -35,6 +34,7 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider, json_object, with_field
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "Linear-Signature"
 DELIVERY_HEADER = "Linear-Delivery"

@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.challenges import HmacQueryChallenge
 from webhook_pipeline.providers.crypto import decode_hex, signature_header
@@ -42,7 +41,8 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "X-LI-Signature"
 PREFIX = "hmacsha256="

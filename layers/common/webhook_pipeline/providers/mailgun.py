@@ -45,7 +45,6 @@ from urllib.parse import parse_qsl, urlencode
 
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.crypto import (
     decode_hex,
     parse_plain_int,
@@ -54,6 +53,7 @@ from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
+from webhook_pipeline.webhook_request import WebhookRequest
 
 #: Longest token accepted (Mailgun's are 50 characters).
 MAX_TOKEN_LENGTH = 256

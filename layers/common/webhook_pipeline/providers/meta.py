@@ -18,7 +18,6 @@ import json
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.crypto import constant_time_equal
 from webhook_pipeline.providers.github import HEADER
 from webhook_pipeline.providers.model import (
@@ -33,7 +32,8 @@ from webhook_pipeline.providers.model import (
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import github_published_vector
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 class HubChallenge(Handshake):

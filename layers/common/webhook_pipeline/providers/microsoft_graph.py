@@ -32,7 +32,6 @@ from typing import Any
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.challenges import MAX_CHALLENGE_CHARS, query_value
 from webhook_pipeline.providers.model import (
@@ -48,7 +47,8 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import json_object, match_token
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 FIELD = "clientState"
 PARAMETER = "validationToken"

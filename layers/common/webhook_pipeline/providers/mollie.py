@@ -42,11 +42,11 @@ from urllib.parse import urlencode, urlsplit
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.crypto import match_secrets
 from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.webhook_request import WebhookRequest
 
 DEFAULT_PARAMETER = "token"
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{32,256}")

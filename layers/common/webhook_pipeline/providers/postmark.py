@@ -27,7 +27,6 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import decode_base64, match_secrets, signature_header
 from webhook_pipeline.providers.model import (
@@ -40,6 +39,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "Authorization"
 

@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
 from webhook_pipeline.errors import TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
@@ -39,6 +38,7 @@ from webhook_pipeline.providers.crypto import (
     timestamp_header,
 )
 from webhook_pipeline.providers.model import Verified, refuse_challenge_message
+from webhook_pipeline.webhook_request import WebhookRequest
 
 Encoding = Literal["hex", "base64"]
 

@@ -36,7 +36,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
@@ -46,6 +45,7 @@ from webhook_pipeline.providers.crypto import (
 )
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "X-Twilio-Email-Event-Webhook-Signature"
 TIMESTAMP_HEADER = "X-Twilio-Email-Event-Webhook-Timestamp"

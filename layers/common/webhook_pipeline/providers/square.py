@@ -26,7 +26,6 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     check_printable_key,
@@ -44,6 +43,7 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
+from webhook_pipeline.webhook_request import WebhookRequest, called_url
 
 HEADER = "x-square-hmacsha256-signature"
 

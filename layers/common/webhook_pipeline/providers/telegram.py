@@ -27,11 +27,11 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import match_secrets, signature_header
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "X-Telegram-Bot-Api-Secret-Token"
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{1,256}")

@@ -57,7 +57,6 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse
 
 from webhook_pipeline.errors import BadDeliveryError, ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation, FormFields
-from webhook_pipeline.http import WebhookRequest, called_url
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
@@ -77,6 +76,7 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.twilio_params import check_format, readings, value_lengths
+from webhook_pipeline.webhook_request import WebhookRequest, called_url
 
 HEADER = "X-Twilio-Signature"
 IDEMPOTENCY_HEADER = "I-Twilio-Idempotency-Token"

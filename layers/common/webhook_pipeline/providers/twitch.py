@@ -25,7 +25,6 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.model import (
     DAY,
@@ -46,7 +45,8 @@ from webhook_pipeline.providers.schemes import (
     parse_rfc3339,
     utf8_hmac,
 )
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "Twitch-Eventsub-Message-Signature"
 ID_HEADER = "Twitch-Eventsub-Message-Id"

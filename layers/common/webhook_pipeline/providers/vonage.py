@@ -32,7 +32,6 @@ from typing import Any
 
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
@@ -50,6 +49,7 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "Authorization"
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")

@@ -25,7 +25,7 @@ from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, 
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.providers.vectors import recipe_vector
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
 
 HEADER = "x-twitter-webhooks-signature"
 PREFIX = "sha256="

@@ -20,7 +20,6 @@ import math
 from collections.abc import Sequence
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.model import (
     DAY,
@@ -41,6 +40,7 @@ from webhook_pipeline.providers.schemes import (
     utf8_hmac,
 )
 from webhook_pipeline.providers.vectors import recipe_vector
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "X-Zendesk-Webhook-Signature"
 TIMESTAMP_HEADER = "X-Zendesk-Webhook-Signature-Timestamp"

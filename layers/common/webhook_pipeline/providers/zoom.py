@@ -24,7 +24,6 @@ from typing import Any
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
@@ -35,7 +34,8 @@ from webhook_pipeline.providers.model import (
 )
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.providers.schemes import V0HmacProvider, utf8_hmac
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "x-zm-signature"
 TIMESTAMP_HEADER = "x-zm-request-timestamp"
