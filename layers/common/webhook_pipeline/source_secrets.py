@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,26 @@ class SourceSecret:
     signing: list[str]
     verify_token: str | None = None
     invalid_previous: bool = False
+
+
+@dataclass(frozen=True)
+class SecretProblem:
+    """Why a stored secret value is unusable by the source's provider.
+
+    Attributes
+    ----------
+    value : {"current", "previous"}
+        Which value is not in the provider's format: an invalid ``current`` makes every request
+        503; an invalid ``previous`` is left out of the values verified against.
+    detail : str
+        The provider's reason (``whsec_ prefix missing``, ``key too short``, ...).
+    """
+
+    value: Literal["current", "previous"]
+    detail: str
+
+    def __str__(self) -> str:
+        return f"the {self.value} secret: {self.detail}"
 
 
 def parse_secret(value: str) -> SourceSecret:

@@ -49,7 +49,7 @@ from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore
 from webhook_pipeline.observability import MetricName, count, count_by, logger
 from webhook_pipeline.providers.model import Answer, Handshake, Verified
 from webhook_pipeline.redaction import redact_target
-from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.source_secrets import SecretProblem, SourceSecret
 from webhook_pipeline.sources import ResolvedSource
 from webhook_pipeline.webhook_request import WebhookRequest, public_url
 
@@ -71,7 +71,7 @@ class IngestService:
     breaker: CircuitBreaker = field(default_factory=lambda: CircuitBreaker(cooldown_seconds=0))
     clock: Callable[[], float] = time.time
     new_token: Callable[[], str] = lambda: os.urandom(16).hex()
-    _valid_secrets: dict[tuple[str, tuple[str, ...]], str | None] = field(
+    _valid_secrets: dict[tuple[str, tuple[str, ...]], SecretProblem | None] = field(
         default_factory=dict, init=False, repr=False
     )
     _gatekeeper: Gatekeeper = field(init=False, repr=False)
@@ -182,8 +182,8 @@ class IngestService:
         if problem is None:
             return secret
         count(MetricName.SECRET_INVALID)
-        logger.error("source secret is invalid", extra={"error": problem})
-        if problem.startswith("the current"):
+        logger.error("source secret is invalid", extra={"error": str(problem)})
+        if problem.value == "current":
             raise SecretInvalidError(detail=f"source {source.name!r}: {problem}")
         return SourceSecret(secret.signing[:1], secret.verify_token, invalid_previous=True)
 
