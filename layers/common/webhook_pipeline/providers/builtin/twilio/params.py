@@ -2,8 +2,8 @@
 string can be split into parameters (re-cuts).
 
 Twilio signs ``url + name1 + value1 + name2 + value2 ...`` with the names sorted and no separator
-(:func:`webhook_pipeline.providers.twilio.form_parameters`). Any other list of parameters whose
-sorted concatenation is the same string verifies as well: a captured status callback resent as
+(:func:`webhook_pipeline.providers.builtin.twilio.form_parameters`). Any other list of parameters
+whose sorted concatenation is the same string verifies as well: a captured status callback resent as
 ``MessageStatus=deliveredMessagingServiceSidMG...`` (the next parameter folded into the value)
 verifies and once read as a second delivery id. Two defences, both after the signature:
 

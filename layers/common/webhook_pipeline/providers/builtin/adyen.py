@@ -26,7 +26,7 @@ of ``additionalData``, the envelope's ``live`` flag, and every header: a capture
 resent with those changed and still verifies (the body-consistency check counts one id arriving
 with two bodies). There is no timestamp. No ordering fields by default (``eventDate`` is
 unsigned). Banking and Management API webhooks sign the raw body in an ``HmacSignature`` header
-instead: provider ``adyen-banking`` (:mod:`webhook_pipeline.providers.adyen_banking`).
+instead: provider ``adyen-banking`` (:mod:`webhook_pipeline.providers.builtin.adyen_banking`).
 """
 
 from __future__ import annotations

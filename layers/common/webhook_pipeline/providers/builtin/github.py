@@ -30,7 +30,7 @@ class GitHub(BodyHmacProvider):
 
     Header shape: ``X-Hub-Signature-256: sha256=<64 hex>``. Signed bytes: the raw body.
     HMAC-SHA256, lower-case hex. Key: the webhook secret as UTF-8. No timestamp. The same shape
-    is Meta's (:mod:`webhook_pipeline.providers.meta`).
+    is Meta's (:mod:`webhook_pipeline.providers.builtin.meta`).
     """
 
     name = "github"

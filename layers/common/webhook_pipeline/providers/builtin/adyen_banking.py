@@ -37,8 +37,8 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.adyen import hmac_key, validate_hmac_key
 from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.builtin.adyen import hmac_key, validate_hmac_key
 from webhook_pipeline.providers.crypto import hmac_digest, match_secrets
 from webhook_pipeline.providers.model import (
     DAY,

@@ -5,7 +5,7 @@ Source: Resend "Verify webhooks requests" and "Retries and replays"
 through Svix (``svix-id``, ``svix-timestamp``, ``svix-signature``); ``resend-node``
 ``webhooks.verify`` (resend/resend-node#636) verifies with Svix's library. Everything about the
 scheme is the Standard Webhooks provider's
-(:class:`~webhook_pipeline.providers.standard_webhooks.StandardWebhooks`).
+(:class:`~webhook_pipeline.providers.builtin.standard_webhooks.StandardWebhooks`).
 
 Ordering: none by default. Email events (``email.sent``, ``email.delivered``, ``email.opened``...)
 are a stream about one email (``data.email_id``) rather than its states, and contact and domain
@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.clerk import SvixDelivered
+from webhook_pipeline.providers.builtin.clerk import SvixDelivered
 from webhook_pipeline.providers.model import Defaults, iso_utc, samples
 from webhook_pipeline.providers.registry import register
 

@@ -4,14 +4,16 @@ Source: Clerk "Webhooks overview" and "Sync Clerk data to your app with webhooks
 (clerk.com/docs/webhooks): Clerk delivers its webhooks through Svix; ``@clerk/backend``
 ``verifyWebhook`` maps the ``svix-*`` headers to ``webhook-*`` and verifies with the
 ``standardwebhooks`` library. Everything about the scheme is the Standard Webhooks provider's
-(:class:`~webhook_pipeline.providers.standard_webhooks.StandardWebhooks`): the signed ``svix-id``
-is the delivery id, and an unsigned ``webhook-id`` next to it is a ``signature_mismatch``.
+(:class:`~webhook_pipeline.providers.builtin.standard_webhooks.StandardWebhooks`): the signed
+``svix-id`` is the delivery id, and an unsigned ``webhook-id`` next to it is a
+``signature_mismatch``.
 
 Timestamp: ``svix-timestamp`` is Unix seconds, and may carry a decimal fraction (Clerk's own
 tests send JavaScript's ``(Date.now() / 1000).toString()``, ``1700000000.437``): as the Svix
 libraries do (``standardwebhooks`` ``float()`` then ``floor``, ``svix`` JavaScript
 ``parseInt``), the signed content holds its integer part and the freshness check its value
-(:func:`~webhook_pipeline.providers.standard_webhooks.read_timestamp`, up to 6 fraction digits).
+(:func:`~webhook_pipeline.providers.builtin.standard_webhooks.read_timestamp`, up to 6 fraction
+digits).
 
 Ordering: Clerk events carry the whole object after the change (``data``) and a ``timestamp`` in
 **milliseconds**; the resource is ``data.id`` (``user_...``, ``sess_...``, ``org_...``).
@@ -22,9 +24,13 @@ from __future__ import annotations
 import base64
 
 from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.providers.builtin.standard_webhooks import (
+    StandardWebhooks,
+    as_svix,
+    svix_vector,
+)
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, samples
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.standard_webhooks import StandardWebhooks, as_svix, svix_vector
 
 
 class SvixDelivered(StandardWebhooks):

@@ -18,8 +18,8 @@ import json
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.providers.builtin.github import HEADER
 from webhook_pipeline.providers.crypto import constant_time_equal
-from webhook_pipeline.providers.github import HEADER
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,

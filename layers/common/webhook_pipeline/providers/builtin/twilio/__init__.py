@@ -28,7 +28,7 @@ changing the signature (``MessageStatus=sent&To=x`` and ``MessageStatus=sentTo=x
 same string): :meth:`Twilio.refuse_recut` refuses a field read that is not of Twilio's format
 (400 ``field_invalid``) and a signed string that reads the fields two ways (400
 ``field_ambiguous``), so a re-cut reads the same identity or none
-(:mod:`~webhook_pipeline.providers.twilio_params`).
+(:mod:`~webhook_pipeline.providers.builtin.twilio.params`).
 
 Delivery id: ``MessageSid:MessageStatus`` (Messaging status callbacks, the queue-first use:
 each status of a message is reported once, retries repeat it), from signed parameters rather
@@ -58,6 +58,7 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse
 from webhook_pipeline.errors import BadDeliveryError, ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation, FormFields
 from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.builtin.twilio.params import check_format, readings, value_lengths
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
     decode_base64,
@@ -75,7 +76,6 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.twilio_params import check_format, readings, value_lengths
 from webhook_pipeline.webhook_request import WebhookRequest, called_url
 
 HEADER = "X-Twilio-Signature"
@@ -247,8 +247,8 @@ class Twilio(Provider):
         self, request: WebhookRequest, document: Any, fields: Mapping[str, FieldLocation]
     ) -> None:
         """Refuse a form request whose signed parameters, split another way, read another
-        identity (:mod:`~webhook_pipeline.providers.twilio_params`): each form field read must
-        have Twilio's format, and the signed string exactly one reading of those fields.
+        identity (:mod:`~webhook_pipeline.providers.builtin.twilio.params`): each form field read
+        must have Twilio's format, and the signed string exactly one reading of those fields.
 
         Raises
         ------
