@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
 from webhook_pipeline.errors import VerificationError
+from webhook_pipeline.providers.crypto import utf8_hmac
 from webhook_pipeline.providers.model import Answer, Handshake
-from webhook_pipeline.providers.schemes import utf8_hmac
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 

@@ -39,7 +39,7 @@ from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.builtin.adyen import hmac_key, validate_hmac_key
-from webhook_pipeline.providers.crypto import hmac_digest, match_secrets
+from webhook_pipeline.providers.crypto import header_digest, hmac_digest, match_secrets
 from webhook_pipeline.providers.model import (
     DAY,
     Defaults,
@@ -50,7 +50,6 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import header_digest
 from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "HmacSignature"

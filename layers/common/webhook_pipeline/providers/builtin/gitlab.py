@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
-from webhook_pipeline.providers.crypto import signature_header
+from webhook_pipeline.providers.crypto import match_token, signature_header
 from webhook_pipeline.providers.model import (
     DAY,
     Defaults,
@@ -30,7 +30,6 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import match_token
 from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "X-Gitlab-Token"

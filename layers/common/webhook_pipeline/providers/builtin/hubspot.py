@@ -53,10 +53,10 @@ from webhook_pipeline.providers.crypto import (
     match_secrets_any,
     signature_header,
     timestamp_header,
+    utf8_hmac,
 )
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import utf8_hmac
 from webhook_pipeline.webhook_request import WebhookRequest, called_url
 
 HEADER = "X-HubSpot-Signature-v3"

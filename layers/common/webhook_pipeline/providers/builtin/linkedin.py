@@ -29,7 +29,7 @@ from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.challenges import HmacQueryChallenge
-from webhook_pipeline.providers.crypto import decode_hex, signature_header
+from webhook_pipeline.providers.crypto import decode_hex, match_hmac, signature_header, utf8_hmac
 from webhook_pipeline.providers.model import (
     DAY,
     Defaults,
@@ -40,7 +40,6 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 
@@ -161,7 +160,7 @@ class LinkedIn(Provider):
             )
         message = request.body if on_header else PREFIX.encode("ascii") + request.body
         refuse_challenge_message(self.handshakes, message)
-        index = match_utf8_hmac(secrets, message, [digest])
+        index = match_hmac(secrets, message, [digest])
         return Verified(secret_index=index, family=reading)
 
     def sign(

@@ -47,12 +47,13 @@ from webhook_pipeline.errors import ConfigurationError, TimestampError, Verifica
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.crypto import (
     decode_hex,
+    match_hmac,
     parse_plain_int,
+    utf8_hmac,
 )
 from webhook_pipeline.providers.inline import InlineCredentialProvider
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 from webhook_pipeline.webhook_request import WebhookRequest
 
 #: Longest token accepted (Mailgun's are 50 characters).
@@ -210,7 +211,7 @@ class Mailgun(InlineCredentialProvider):
         if not token or len(token) > MAX_TOKEN_LENGTH:
             raise VerificationError("signature_malformed", "token missing or too long")
         signed = signed_string(raw_ts, token)
-        index = match_utf8_hmac(secrets, signed, candidates)
+        index = match_hmac(secrets, signed, candidates)
         self.check_fresh(timestamp, now)
         return Verified(secret_index=index, timestamp=timestamp, replay_token=token)
 

@@ -34,6 +34,7 @@ from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.challenges import MAX_CHALLENGE_CHARS, query_value
+from webhook_pipeline.providers.crypto import match_token
 from webhook_pipeline.providers.model import (
     HOUR,
     Answer,
@@ -46,7 +47,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import json_object, match_token
+from webhook_pipeline.providers.schemes import json_object
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 

@@ -30,7 +30,9 @@ from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     check_printable_key,
     decode_base64,
+    match_hmac,
     signature_header,
+    utf8_hmac,
 )
 from webhook_pipeline.providers.model import (
     DAY,
@@ -42,7 +44,6 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 from webhook_pipeline.webhook_request import WebhookRequest, called_url
 
 HEADER = "x-square-hmacsha256-signature"
@@ -128,7 +129,7 @@ class Square(Provider):
         if digest is None or len(digest) != 32:
             raise VerificationError("signature_malformed", f"{HEADER} is not base64 of 32 bytes")
         signed = called_url(request).encode("utf-8") + request.body
-        index = match_utf8_hmac(secrets, signed, [digest])
+        index = match_hmac(secrets, signed, [digest])
         return Verified(secret_index=index)
 
     def sign(

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.crypto import header_digest, match_hmac, utf8_hmac
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,
@@ -37,14 +38,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import (
-    format_rfc3339,
-    header_digest,
-    json_object,
-    match_utf8_hmac,
-    parse_rfc3339,
-    utf8_hmac,
-)
+from webhook_pipeline.providers.schemes import format_rfc3339, json_object, parse_rfc3339
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 
@@ -195,7 +189,7 @@ class Twitch(Provider):
         raw_ts = request.header(TIMESTAMP_HEADER)
         seconds = parse_rfc3339(raw_ts)  # raises for an absent or empty value
         signed = signed_content(message_id, str(raw_ts), request.body)
-        index = match_utf8_hmac(secrets, signed, [digest])
+        index = match_hmac(secrets, signed, [digest])
         self.check_fresh(seconds, now)
         return Verified(
             secret_index=index,

@@ -35,8 +35,10 @@ from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     constant_time_equal,
+    match_hmac,
     parse_plain_int,
     signature_header,
+    utf8_hmac,
 )
 from webhook_pipeline.providers.model import (
     HOUR,
@@ -48,7 +50,6 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import match_utf8_hmac, utf8_hmac
 from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "Authorization"
@@ -232,7 +233,7 @@ class Vonage(Provider):
         payload_hash = claims.get("payload_hash")
         if not isinstance(payload_hash, str) or not payload_hash.isascii():
             raise VerificationError("signature_malformed", "the JWT has no payload_hash")
-        index = match_utf8_hmac(secrets, signing_input, [signature])
+        index = match_hmac(secrets, signing_input, [signature])
         if not constant_time_equal(hashlib.sha256(request.body).hexdigest(), payload_hash):
             raise VerificationError("signature_invalid", "payload_hash is not the body's SHA-256")
         self.check_fresh(timestamp, now)

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
+from webhook_pipeline.providers.crypto import encode_digest, header_digest, match_hmac, utf8_hmac
 from webhook_pipeline.providers.model import (
     DAY,
     Defaults,
@@ -31,14 +32,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import (
-    encode_digest,
-    format_rfc3339,
-    header_digest,
-    match_utf8_hmac,
-    parse_rfc3339,
-    utf8_hmac,
-)
+from webhook_pipeline.providers.schemes import format_rfc3339, parse_rfc3339
 from webhook_pipeline.providers.vectors import recipe_vector
 from webhook_pipeline.webhook_request import WebhookRequest
 
@@ -108,7 +102,7 @@ class Zendesk(Provider):
         digest = header_digest(request, HEADER, encoding="base64")
         raw_ts = request.header(TIMESTAMP_HEADER)
         seconds = parse_rfc3339(raw_ts)  # raises for an absent or empty value
-        index = match_utf8_hmac(secrets, str(raw_ts).encode("ascii") + request.body, [digest])
+        index = match_hmac(secrets, str(raw_ts).encode("ascii") + request.body, [digest])
         self.check_fresh(seconds, now)
         return Verified(
             secret_index=index,

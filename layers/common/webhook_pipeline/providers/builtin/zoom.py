@@ -24,6 +24,7 @@ from typing import Any
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.providers.crypto import utf8_hmac
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
@@ -33,7 +34,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import V0HmacProvider, utf8_hmac
+from webhook_pipeline.providers.schemes import V0HmacProvider
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 
