@@ -7,12 +7,12 @@ import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.providers.challenges import query_value
 from webhook_pipeline.providers.crypto import header_digest, match_token
+from webhook_pipeline.providers.json_body import with_field
 from webhook_pipeline.providers.schemes import (
     format_rfc3339,
     parse_keyed_header,
     parse_rfc3339,
     restamp_keyed_header,
-    with_field,
 )
 from webhook_pipeline.webhook_request import WebhookRequest
 

@@ -18,11 +18,10 @@ constant-time comparisons, reason codes, never another exception.
 from __future__ import annotations
 
 import calendar
-import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from webhook_pipeline.errors import TimestampError, VerificationError
 from webhook_pipeline.providers.base import Provider
@@ -39,27 +38,6 @@ from webhook_pipeline.providers.crypto import (
 )
 from webhook_pipeline.providers.model import Verified, refuse_challenge_message
 from webhook_pipeline.webhook_request import WebhookRequest
-
-
-def json_object(body: bytes) -> dict[str, Any] | None:
-    """``body`` parsed as a JSON object, or ``None`` when it is not one (for providers that read
-    a credential or a signed timestamp inside the body)."""
-    try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def with_field(body: bytes, name: str, value: Any) -> bytes:
-    """A JSON object ``body`` re-serialised compactly with ``name`` set to ``value`` (any other
-    body unchanged): how :meth:`Provider.sign_body` puts a value in the body."""
-    doc = json_object(body)
-    if doc is None:
-        return body
-    doc[name] = value
-    return json.dumps(doc, separators=(",", ":")).encode()
-
 
 # -- the HMAC of the body in one header ---------------------------------------------------------
 

@@ -41,6 +41,7 @@ from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.crypto import decode_base64, hmac_digest, match_secrets
 from webhook_pipeline.providers.inline import InlineCredentialProvider
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,
@@ -124,11 +125,8 @@ def notification_items(body: bytes) -> list[dict[str, Any]]:
         ``signature_missing`` (not JSON, or no items: nothing signed to verify),
         ``signature_malformed`` (an element that is not ``{"NotificationRequestItem": {...}}``).
     """
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        raise VerificationError("signature_missing", "the body is not a notification") from exc
-    items = document.get(ITEMS) if isinstance(document, dict) else None
+    document = json_object(body)
+    items = document.get(ITEMS) if document is not None else None
     if not isinstance(items, list) or not items:
         raise VerificationError("signature_missing", f"no {ITEMS} to verify")
     out = []
@@ -267,10 +265,10 @@ class Adyen(InlineCredentialProvider):
         """``body`` with each item's ``additionalData.hmacSignature`` set (compact JSON);
         a body that is not a notification is returned unchanged."""
         try:
-            document = json.loads(body)
             items = notification_items(body)
         except VerificationError:
             return samples.SignedRequest({}, body, url)
+        document = json_object(body) or {}  # an object: its items were just read
         for item in items:
             digest = hmac_digest(hmac_key(secret), signing_string(item))
             additional = item.setdefault("additionalData", {})

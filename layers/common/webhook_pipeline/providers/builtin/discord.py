@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,6 +55,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
@@ -114,14 +114,6 @@ def public_hex(key: Ed25519PrivateKey) -> str:
     )
 
 
-def _interaction(body: bytes) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 class Ping(Handshake):
     """``{"type": 1}`` (signed): answered 200 ``{"type": 1}`` (PONG)."""
 
@@ -130,7 +122,7 @@ class Ping(Handshake):
     signed = True
 
     def matches(self, request: WebhookRequest) -> bool:
-        doc = _interaction(request.body)
+        doc = json_object(request.body)
         return doc is not None and doc.get("type") == PING and not isinstance(doc["type"], bool)
 
     def answer(self, request: WebhookRequest, secret: SourceSecret) -> Answer:

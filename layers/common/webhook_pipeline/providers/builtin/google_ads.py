@@ -21,9 +21,9 @@ from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import match_token
+from webhook_pipeline.providers.json_body import json_object, with_field
 from webhook_pipeline.providers.model import DAY, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import json_object, with_field
 from webhook_pipeline.webhook_request import WebhookRequest
 
 FIELD = "google_key"

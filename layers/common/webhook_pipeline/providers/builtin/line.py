@@ -21,6 +21,7 @@ Ordering: none by default: events are a stream of messages, not states of one re
 from __future__ import annotations
 
 from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,
@@ -31,7 +32,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import BodyHmacProvider, json_object
+from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from webhook_pipeline.errors import TimestampError
 from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.providers.json_body import json_object, with_field
 from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
@@ -33,7 +34,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import BodyHmacProvider, json_object, with_field
+from webhook_pipeline.providers.schemes import BodyHmacProvider
 from webhook_pipeline.webhook_request import WebhookRequest
 
 HEADER = "Linear-Signature"

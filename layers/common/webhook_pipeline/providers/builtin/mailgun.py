@@ -52,6 +52,7 @@ from webhook_pipeline.providers.crypto import (
     utf8_hmac,
 )
 from webhook_pipeline.providers.inline import InlineCredentialProvider
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.webhook_request import WebhookRequest
@@ -75,8 +76,8 @@ def signature_fields(body: bytes, body_format: str) -> dict[str, Any]:
         if body_format == "form":
             found: Any = dict(parse_qsl(text, keep_blank_values=True, strict_parsing=True))
         else:
-            document = json.loads(text)
-            found = document.get("signature") if isinstance(document, dict) else None
+            document = json_object(text)
+            found = document.get("signature") if document is not None else None
     except (UnicodeDecodeError, ValueError, RecursionError):
         found = None
     if not isinstance(found, dict) or not found.get("signature"):

@@ -35,6 +35,7 @@ from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.challenges import MAX_CHALLENGE_CHARS, query_value
 from webhook_pipeline.providers.crypto import match_token
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     HOUR,
     Answer,
@@ -47,7 +48,6 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import json_object
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 
 from webhook_pipeline.fields import FieldLocation
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     HOUR,
     Answer,
@@ -27,7 +28,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import V0HmacProvider, json_object
+from webhook_pipeline.providers.schemes import V0HmacProvider
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 

@@ -27,6 +27,7 @@ from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import header_digest, match_hmac, utf8_hmac
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     DAY,
     Answer,
@@ -38,7 +39,7 @@ from webhook_pipeline.providers.model import (
     samples,
 )
 from webhook_pipeline.providers.registry import register
-from webhook_pipeline.providers.schemes import format_rfc3339, json_object, parse_rfc3339
+from webhook_pipeline.providers.schemes import format_rfc3339, parse_rfc3339
 from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.webhook_request import WebhookRequest
 

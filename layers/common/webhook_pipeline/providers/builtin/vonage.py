@@ -40,6 +40,7 @@ from webhook_pipeline.providers.crypto import (
     signature_header,
     utf8_hmac,
 )
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     HOUR,
     Defaults,
@@ -75,11 +76,8 @@ def b64url_encode(raw: bytes) -> str:
 
 def _json_part(value: str, what: str) -> dict[str, Any]:
     raw = b64url_decode(value)
-    try:
-        doc = json.loads(raw) if raw is not None else None
-    except (ValueError, RecursionError):
-        doc = None
-    if not isinstance(doc, dict):
+    doc = json_object(raw) if raw is not None else None
+    if doc is None:
         raise VerificationError("signature_malformed", f"the JWT {what} is not a JSON object")
     return doc
 

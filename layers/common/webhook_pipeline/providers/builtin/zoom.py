@@ -19,12 +19,12 @@ each one counts ``HandshakeAnswered``. The encrypted token uses the current secr
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.providers.crypto import utf8_hmac
+from webhook_pipeline.providers.json_body import json_object
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
@@ -51,11 +51,8 @@ def encrypted_token(secret: str, plain_token: str) -> str:
 def _validation(body: bytes) -> dict[str, Any] | None:
     if VALIDATION_EVENT.encode() not in body:
         return None
-    try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or doc.get("event") != VALIDATION_EVENT:
+    doc = json_object(body)
+    if doc is None or doc.get("event") != VALIDATION_EVENT:
         return None
     payload = doc.get("payload")
     if not isinstance(payload, dict) or not isinstance(payload.get("plainToken"), str):
