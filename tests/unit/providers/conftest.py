@@ -17,7 +17,7 @@ def build(
 
 
 def make_request(headers: Mapping[str, str], body: bytes, **kw: Any) -> WebhookRequest:
-    """A request as ``http.request_from_event`` builds it: header names lower-cased."""
+    """A request as ``webhook_request.request_from_event`` builds it: header names lower-cased."""
     return WebhookRequest(
         method=kw.pop("method", "POST"),
         source=kw.pop("source", "s"),

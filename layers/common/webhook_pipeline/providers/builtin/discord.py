@@ -48,14 +48,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_hex,
-    match_public_keys,
     signature_header,
     timestamp_header,
 )
 from webhook_pipeline.providers.json_body import json_object
+from webhook_pipeline.providers.key_pairs import KeyPairProvider
 from webhook_pipeline.providers.model import (
     Answer,
     Defaults,
@@ -142,7 +141,7 @@ class Ping(Handshake):
 
 
 @register
-class Discord(Provider):
+class Discord(KeyPairProvider[Ed25519PublicKey, Ed25519PrivateKey]):
     """Discord's interaction signature (Ed25519).
 
     Header shapes: ``X-Signature-Ed25519: <128 hex>``, ``X-Signature-Timestamp: <seconds>``.
@@ -206,9 +205,17 @@ class Discord(Provider):
         )
     )
 
-    def validate_secret(self, secret: str) -> None:
+    def public_key(self, stored: str) -> Ed25519PublicKey:
         """The application public key: 64 hex characters (raises ConfigurationError)."""
-        load_public_key(secret)
+        return load_public_key(stored)
+
+    def private_key(self, secret: str) -> Ed25519PrivateKey:
+        """A development signing key: the 32-byte Ed25519 seed in 64 hex characters."""
+        return load_private_key(secret)
+
+    def public_key_text(self, key: Ed25519PrivateKey) -> str:
+        """The public key of ``key`` as Discord shows it (64 lower-case hex)."""
+        return public_hex(key)
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a Discord interaction against the application public key(s).
@@ -227,9 +234,7 @@ class Discord(Provider):
             raise VerificationError("signature_malformed", f"{HEADER} is not 128 hex")
         raw_ts, timestamp = timestamp_header(request, TIMESTAMP_HEADER)
         signed = raw_ts.encode("ascii") + request.body
-        index = match_public_keys(
-            secrets, lambda stored: load_public_key(stored).verify(signature, signed)
-        )
+        index = self.match_keys(secrets, lambda key: key.verify(signature, signed))
         self.check_fresh(timestamp, now)
         return Verified(
             secret_index=index,
@@ -249,13 +254,6 @@ class Discord(Provider):
         """200 ``{"type": 5}`` for an accepted interaction and for its duplicate: a deferred
         response (the hook follows up with the interaction token within 15 minutes)."""
         return Answer(200, {"type": DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE})
-
-    def verification_secret(self, signing_secret: str) -> str:
-        """The public key (64 hex) of the seed ``signing_secret``."""
-        return public_hex(load_private_key(signing_secret))
-
-    def dev_secret_value(self) -> str:
-        return self.verification_secret(self.dev_secret)
 
     def random_secret(self, entropy: bytes) -> str:
         return hashlib.sha256(entropy).hexdigest()

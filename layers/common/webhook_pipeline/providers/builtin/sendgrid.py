@@ -36,13 +36,12 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
     decode_base64,
-    match_public_keys,
     signature_header,
     timestamp_header,
 )
+from webhook_pipeline.providers.key_pairs import KeyPairProvider
 from webhook_pipeline.providers.model import HOUR, Defaults, LazyVectors, Signs, Verified, samples
 from webhook_pipeline.providers.registry import register
 from webhook_pipeline.webhook_request import WebhookRequest
@@ -123,7 +122,7 @@ def _key_from_entropy(entropy: bytes) -> ec.EllipticCurvePrivateKey:
 
 
 @register
-class SendGrid(Provider):
+class SendGrid(KeyPairProvider[ec.EllipticCurvePublicKey, ec.EllipticCurvePrivateKey]):
     """SendGrid's signed Event Webhook.
 
     Header shapes: ``X-Twilio-Email-Event-Webhook-Signature: <base64 DER ECDSA signature>``,
@@ -196,10 +195,18 @@ class SendGrid(Provider):
         )
     )
 
-    def validate_secret(self, secret: str) -> None:
+    def public_key(self, stored: str) -> ec.EllipticCurvePublicKey:
         """The account's verification key: base64 DER SubjectPublicKeyInfo of a P-256 key
         (raises ConfigurationError)."""
-        load_public_key(secret)
+        return load_public_key(stored)
+
+    def private_key(self, secret: str) -> ec.EllipticCurvePrivateKey:
+        """A development signing key: base64 DER PKCS#8 of an unencrypted P-256 key."""
+        return load_private_key(secret)
+
+    def public_key_text(self, key: ec.EllipticCurvePrivateKey) -> str:
+        """The base64 DER SubjectPublicKeyInfo of ``key``'s public half (what SendGrid shows)."""
+        return public_key_text(key)
 
     def verify(self, request: WebhookRequest, secrets: Sequence[str], now: float) -> Verified:
         """Verify a SendGrid Event Webhook POST against the stored public key(s).
@@ -220,9 +227,8 @@ class SendGrid(Provider):
             raise VerificationError("signature_malformed", f"{HEADER} is not base64")
         raw_ts, timestamp = timestamp_header(request, TIMESTAMP_HEADER)
         signed = raw_ts.encode("ascii") + request.body
-        index = match_public_keys(
-            secrets,
-            lambda stored: load_public_key(stored).verify(der, signed, ec.ECDSA(hashes.SHA256())),
+        index = self.match_keys(
+            secrets, lambda key: key.verify(der, signed, ec.ECDSA(hashes.SHA256()))
         )
         self.check_fresh(timestamp, now)
         return Verified(
@@ -245,13 +251,6 @@ class SendGrid(Provider):
             ts.encode("ascii") + body, ec.ECDSA(hashes.SHA256(), deterministic_signing=True)
         )
         return {HEADER: base64.b64encode(signature).decode("ascii"), TIMESTAMP_HEADER: ts}
-
-    def verification_secret(self, signing_secret: str) -> str:
-        """The public key (base64 DER SubjectPublicKeyInfo) of the private ``signing_secret``."""
-        return public_key_text(load_private_key(signing_secret))
-
-    def dev_secret_value(self) -> str:
-        return self.verification_secret(self.dev_secret)
 
     def random_secret(self, entropy: bytes) -> str:
         return private_key_text(_key_from_entropy(entropy))
