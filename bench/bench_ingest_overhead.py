@@ -184,7 +184,7 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
     )
     from webhook_pipeline.adapters.clients import aws_client
     from webhook_pipeline.adapters.redis_gate import redis_client
-    from webhook_pipeline.http import request_from_event
+    from webhook_pipeline.webhook_request import request_from_event
     from webhook_pipeline_ops.samples import dev_secret_value
 
     settings = app.settings

@@ -32,8 +32,8 @@ REPEATS = 3 if QUICK else 7
 
 
 def measure() -> dict[str, Any]:
-    from webhook_pipeline.http import WebhookRequest
     from webhook_pipeline.providers.registry import all_providers
+    from webhook_pipeline.webhook_request import WebhookRequest
     from webhook_pipeline_ops.samples import example_sources, signed_delivery
 
     sources: dict[str, Any] = {}

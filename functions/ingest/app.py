@@ -24,7 +24,6 @@ from webhook_pipeline.adapters.s3 import S3PayloadStore
 from webhook_pipeline.adapters.secrets_manager import SecretsManagerStore
 from webhook_pipeline.adapters.sqs import SqsQueue
 from webhook_pipeline.errors import GateUnavailableError, IngestError
-from webhook_pipeline.http import request_from_event
 from webhook_pipeline.ingest.claims import CircuitBreaker
 from webhook_pipeline.ingest.service import IngestPolicy, IngestService, TimeBudget
 from webhook_pipeline.observability import (
@@ -37,6 +36,7 @@ from webhook_pipeline.observability import (
 from webhook_pipeline.providers.model import Answer
 from webhook_pipeline.settings import IngestSettings
 from webhook_pipeline.sources import load_sources, warn_unsigned
+from webhook_pipeline.webhook_request import request_from_event
 
 settings = IngestSettings.load()  # from the environment; fails the init if invalid
 SOURCES = load_sources(

@@ -1,10 +1,10 @@
 """ProcessorFunction: SQS batch of envelopes -> DynamoDB, with partial batch responses.
 
-The whole batch is processed first by :class:`ProcessorService` (groups of one resource in
-sequence order, each written with one conditional write when it commits, groups concurrently on
-a bounded pool); Powertools' ``BatchProcessor`` then maps
-each record's precomputed outcome to success or failure, so ``batchItemFailures`` lists exactly
-the ``messageId`` of each failed record (an empty list when all succeeded).
+The whole batch is processed by :class:`ProcessorService` (groups of one resource in sequence
+order, each written with one conditional write when it commits, groups concurrently on a bounded
+pool); the handler reports each record's outcome and builds the partial batch response from those
+outcomes, so ``batchItemFailures`` lists exactly the ``messageId`` of each record not
+acknowledged, in the batch's order (an empty list when all succeeded).
 """
 
 from __future__ import annotations
@@ -14,12 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from webhook_pipeline.adapters.clients import aws_client
 from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
@@ -49,9 +43,6 @@ if registry.has_provider_hooks:
     )
     if unused := registry.providers_without_source():
         logger.warning("hooks registered for providers no source uses", extra={"providers": unused})
-
-# Never raise on an all-failed batch: the response always has the partial-failure shape.
-batch_processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 _METRIC = {
     Outcome.APPLIED: MetricName.APPLIED,
@@ -153,19 +144,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         record was applied, a duplicate or stale.
     """
     messages = _messages(event)
-    if not messages:  # Lambda never sends one; Powertools rejects an event without records
-        return {"batchItemFailures": []}
-    results = service().process_batch(messages)
-
-    def record_handler(record: SQSRecord) -> str:
-        result = results[record.message_id]
+    results = service().process_batch(messages) if messages else {}
+    failures = []
+    for message in messages:
+        result = results[message.message_id]
         _report(result)
         if not result.acknowledged:
-            raise result.error or RuntimeError(result.reason or result.outcome.value)
-        return result.outcome.value
-
-    return dict(
-        process_partial_response(
-            event=event, record_handler=record_handler, processor=batch_processor, context=context
-        )
-    )
+            failures.append({"itemIdentifier": message.message_id})
+    # Never raises on an all-failed batch: the response always has the partial-failure shape.
+    return {"batchItemFailures": failures}

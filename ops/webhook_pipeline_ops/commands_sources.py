@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 
 from webhook_pipeline_ops.aws import Aws, common_options

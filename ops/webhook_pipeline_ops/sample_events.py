@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook_pipeline.providers.model import Handshake
-from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 
 from webhook_pipeline_ops.samples import (

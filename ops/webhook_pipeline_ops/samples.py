@@ -23,10 +23,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from webhook_pipeline.errors import IngestError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource, load_sources
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 def example_sources(

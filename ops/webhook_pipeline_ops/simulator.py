@@ -270,9 +270,9 @@ def recorded_resource_key(planned: Planned) -> str | None:
     """The resource key the pipeline records for ``planned`` (what ``resources get`` takes),
     read from its body and headers by the ingest's own event reader."""
     from webhook_pipeline.errors import IngestError
-    from webhook_pipeline.http import WebhookRequest
     from webhook_pipeline.ingest.events import read_events
     from webhook_pipeline.providers.model import Verified
+    from webhook_pipeline.webhook_request import WebhookRequest
 
     if planned.source.resource_key is None:
         return None

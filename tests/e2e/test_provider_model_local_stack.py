@@ -13,8 +13,8 @@ import uuid
 import pytest
 import redis
 import requests
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.source_secrets import parse_secret
+from webhook_pipeline.webhook_request import WebhookRequest
 from webhook_pipeline_ops.samples import example_sources, signed_delivery
 
 from tests.e2e.conftest import LocalStack

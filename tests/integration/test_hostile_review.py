@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 import pytest
-from webhook_pipeline.providers.vonage import mint
+from webhook_pipeline.providers.builtin.vonage import mint
 from webhook_pipeline_ops.samples import (
     SampleDelivery,
     example_sources,

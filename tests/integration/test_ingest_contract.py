@@ -1,5 +1,6 @@
-"""The HTTP status contract of the ingest endpoint (DESIGN.md), row by row, against a real Redis
-and moto. Events are signed at the current time with the development secrets."""
+"""The HTTP status contract of the ingest endpoint (the README's "The HTTP contract"), row by row,
+against a real Redis and moto. Events are signed at the current time with the development
+secrets."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers import provider_class
+from webhook_pipeline.webhook_request import WebhookRequest
 from webhook_pipeline_ops.samples import (
     SampleDelivery,
     example_sources,

@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 from webhook_pipeline.errors import SecretInvalidError
-from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline_ops import cli
 from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
 

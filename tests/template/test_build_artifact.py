@@ -146,7 +146,7 @@ def test_the_interpreter_loads_the_shipped_bytecode(builds: dict[str, Path]) -> 
     probe = subprocess.run(
         [sys.executable, "-I", "-B", "-v", "-c",
          f"import sys; sys.path[:0] = [{str(build / 'IngestFunction')!r}, {str(layer)!r}]; "
-         "import webhook_pipeline.ingest, webhook_pipeline.http, boto3, pydantic"],
+         "import webhook_pipeline.ingest, webhook_pipeline.webhook_request, boto3, pydantic"],
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert probe.returncode == 0, probe.stderr[-2000:]

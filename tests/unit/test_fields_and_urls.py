@@ -8,7 +8,7 @@ import json
 import pytest
 from webhook_pipeline.errors import BadDeliveryError
 from webhook_pipeline.fields import FieldLocation, json_array_items, parse_body, read_value
-from webhook_pipeline.http import WebhookRequest, public_url
+from webhook_pipeline.webhook_request import WebhookRequest, public_url
 
 pytestmark = pytest.mark.unit
 

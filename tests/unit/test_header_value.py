@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from webhook_pipeline.errors import BadDeliveryError
-from webhook_pipeline.http import header_value
+from webhook_pipeline.webhook_request import header_value
 
 
 @pytest.mark.parametrize(

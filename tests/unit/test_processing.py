@@ -19,6 +19,7 @@ from webhook_pipeline.errors import (
     TransientError,
 )
 from webhook_pipeline.hooks import HookEvent, HookRegistry, load_hooks_module
+from webhook_pipeline.process.bodies import load_body
 from webhook_pipeline.process.model import (
     DeliveryRecord,
     FailureNote,
@@ -27,8 +28,10 @@ from webhook_pipeline.process.model import (
     Outcome,
     RecordResult,
     StoreResult,
+    attempt_token,
 )
-from webhook_pipeline.process.service import ProcessorService, attempt_token, load_body, plan
+from webhook_pipeline.process.planning import plan
+from webhook_pipeline.process.service import ProcessorService
 from webhook_pipeline.settings import ProcessorSettings
 
 from tests.helpers import envelope_json

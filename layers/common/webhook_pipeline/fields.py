@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from webhook_pipeline.errors import BadDeliveryError
-from webhook_pipeline.http import header_value
+from webhook_pipeline.webhook_request import header_value
 
 # Sequences are stored as DynamoDB numbers: 38 significant digits at most.
 MAX_SEQUENCE_DIGITS = 38
@@ -301,7 +301,8 @@ def read_value(
         The value is present but of the wrong shape (an object where a string is expected, a
         sequence that is not an integer or ISO-8601 timestamp, text that is not valid Unicode);
         ``field_ambiguous``: a form field or header it reads is given more than once with
-        different values (:class:`FormFields`, :func:`~webhook_pipeline.http.header_value`).
+        different values (:class:`FormFields`,
+        :func:`~webhook_pipeline.webhook_request.header_value`).
     """
     if location.digest:
         return hashlib.sha256(raw).hexdigest()

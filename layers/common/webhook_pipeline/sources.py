@@ -47,7 +47,7 @@ from webhook_pipeline.providers.registry import (
     provider_class,
 )
 from webhook_pipeline.redaction import refuse_credentials
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SecretProblem, SourceSecret
 
 DEFAULT_SOURCES_FILE = Path(__file__).resolve().parent.parent / "sources.toml"
 SOURCE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -161,14 +161,15 @@ class ResolvedSource:
         """Whether the delivery id comes from material the signature covered."""
         return "delivery_id" not in self.unsigned
 
-    def secret_problem(self, secret: SourceSecret) -> str | None:
-        """Why a value of ``secret`` is unusable by this source's provider (``"the previous
-        secret: ..."``), or ``None`` when every value is in the provider's format."""
+    def secret_problem(self, secret: SourceSecret) -> SecretProblem | None:
+        """Why a value of ``secret`` is unusable by this source's provider (the first such
+        value, current before previous), or ``None`` when every value is in the provider's
+        format."""
         for index, value in enumerate(secret.signing):
             try:
                 self.provider.validate_secret(value)
             except ConfigurationError as exc:
-                return f"the {'current' if index == 0 else 'previous'} secret: {exc}"
+                return SecretProblem("current" if index == 0 else "previous", str(exc))
         return None
 
 

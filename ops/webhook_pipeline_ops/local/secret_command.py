@@ -81,7 +81,7 @@ def set_secret(folder: Path, source_name: str, value: str | None) -> str:
         ``value`` is not in the provider's format (the provider's reason).
     """
     import boto3
-    from webhook_pipeline.secrets import parse_secret
+    from webhook_pipeline.source_secrets import parse_secret
 
     from webhook_pipeline_ops.local import OUTPUTS_FILE, SECRETS_FILE
     from webhook_pipeline_ops.local.stack import read_ready

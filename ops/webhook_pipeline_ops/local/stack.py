@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from webhook_pipeline.secrets import parse_secret
+from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 
 from webhook_pipeline_ops.local import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers import Provider, provider_class
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 def build(
@@ -17,7 +17,7 @@ def build(
 
 
 def make_request(headers: Mapping[str, str], body: bytes, **kw: Any) -> WebhookRequest:
-    """A request as ``http.request_from_event`` builds it: header names lower-cased."""
+    """A request as ``webhook_request.request_from_event`` builds it: header names lower-cased."""
     return WebhookRequest(
         method=kw.pop("method", "POST"),
         source=kw.pop("source", "s"),

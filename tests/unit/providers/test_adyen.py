@@ -10,10 +10,10 @@ import json
 import pytest
 from Adyen.util import generate_notification_sig, is_valid_hmac_notification
 from webhook_pipeline.errors import ConfigurationError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
 from webhook_pipeline.providers import provider_class
 from webhook_pipeline.sources import Source, resolve
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 

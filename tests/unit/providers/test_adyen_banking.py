@@ -15,7 +15,7 @@ from Adyen.util import generate_payload_sig, is_valid_hmac_payload
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.fields import FieldLocation
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.adyen_banking import _VECTOR_BODY, _VECTOR_KEY
+from webhook_pipeline.providers.builtin.adyen_banking import _VECTOR_BODY, _VECTOR_KEY
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

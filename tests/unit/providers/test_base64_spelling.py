@@ -29,9 +29,9 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 from svix.webhooks import Webhook as SvixWebhook
 from twilio.request_validator import RequestValidator
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers import Provider, all_providers
 from webhook_pipeline.providers.crypto import decode_base64
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.test_shared import request_to
 

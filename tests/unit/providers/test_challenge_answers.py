@@ -23,7 +23,7 @@ import pytest
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.providers import Provider, all_providers
 from webhook_pipeline.providers.model import Handshake
-from webhook_pipeline.secrets import SourceSecret, parse_secret
+from webhook_pipeline.source_secrets import SourceSecret, parse_secret
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import make_request

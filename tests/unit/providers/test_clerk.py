@@ -13,8 +13,8 @@ from svix.webhooks import Webhook as SvixWebhook
 from svix.webhooks import WebhookVerificationError as SvixVerificationError
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.clerk import Clerk
-from webhook_pipeline.providers.standard_webhooks import StandardWebhooks
+from webhook_pipeline.providers.builtin.clerk import Clerk
+from webhook_pipeline.providers.builtin.standard_webhooks import StandardWebhooks
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

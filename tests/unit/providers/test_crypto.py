@@ -52,3 +52,37 @@ class TestMatchSecretsAny:
         for secrets in ([], [""]):
             with pytest.raises(ConfigurationError):
                 match_secrets_any(secrets, lambda s: [b"x"], [b"x"])
+
+
+class TestMatchHmac:
+    """The one HMAC check of every scheme keyed with the secret as UTF-8 (Stripe, GitHub, Slack,
+    ...): one digest per secret, compared with every candidate."""
+
+    @staticmethod
+    def digest(secret: str, message: bytes) -> bytes:
+        import hashlib
+        import hmac
+
+        return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).digest()
+
+    def test_the_index_of_the_secret_that_signed_any_candidate(self) -> None:
+        from webhook_pipeline.providers.crypto import match_hmac
+
+        message = b"1700000000.{}"
+        signed_by_old = self.digest("whsec_old", message)
+        junk = self.digest("whsec_other", message)
+        assert match_hmac(["whsec_new", "whsec_old"], message, [junk, signed_by_old]) == 1
+        assert match_hmac(["whsec_old", "whsec_new"], message, [junk, signed_by_old]) == 0
+        # A non-ASCII secret is keyed as its UTF-8 bytes.
+        assert match_hmac(["clé"], message, [self.digest("clé", message)]) == 0
+
+    def test_no_match_and_no_secret(self) -> None:
+        from webhook_pipeline.errors import ConfigurationError, VerificationError
+        from webhook_pipeline.providers.crypto import match_hmac
+
+        with pytest.raises(VerificationError) as err:
+            match_hmac(["a", "b"], b"m", [self.digest("c", b"m"), self.digest("a", b"other")])
+        assert err.value.reason == "signature_invalid"
+        for secrets in ([], [""], ["a", ""]):
+            with pytest.raises(ConfigurationError):
+                match_hmac(secrets, b"m", [self.digest("a", b"m")])

@@ -10,8 +10,8 @@ import pytest
 from discord_interactions import verify_key
 from nacl.signing import SigningKey
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.providers.discord import HEADER, TIMESTAMP_HEADER, Discord, Ping
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.providers.builtin.discord import HEADER, TIMESTAMP_HEADER, Discord, Ping
+from webhook_pipeline.source_secrets import SourceSecret
 
 from tests.unit.providers.conftest import build, make_request
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.generic_hmac import GenericHmac as GenericHmacScheme
+from webhook_pipeline.providers.builtin.generic_hmac import GenericHmac as GenericHmacScheme
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build as build_scheme
 

@@ -7,7 +7,7 @@ import hmac
 
 import pytest
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest, request_from_event
+from webhook_pipeline.webhook_request import WebhookRequest, request_from_event
 
 from tests.unit.providers.conftest import build as build_scheme
 

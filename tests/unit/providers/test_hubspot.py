@@ -12,9 +12,9 @@ import pytest
 from hubspot.exceptions import InvalidSignatureTimestampError
 from hubspot.utils.signature import Signature
 from webhook_pipeline.errors import TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
 from webhook_pipeline.sources import Source, resolve
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 
@@ -101,7 +101,7 @@ class TestTheUri:
     DECODED = "https://hooks.example.com/hubspot:app/hook?portal=62515&when=(12:00)&q=a%20b"
 
     def test_the_documented_escapes_are_decoded_and_others_kept(self) -> None:
-        from webhook_pipeline.providers.hubspot import decode_uri
+        from webhook_pipeline.providers.builtin.hubspot import decode_uri
 
         assert decode_uri(self.ESCAPED) == self.DECODED
         assert decode_uri("%3a%2f%3F%40%21%24%27%28%29%2A%2C%3B%25%20") == ":/?@!$'()*,;%25%20"

@@ -10,7 +10,7 @@ import json
 import pytest
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.intercom import HEADER
+from webhook_pipeline.providers.builtin.intercom import HEADER
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

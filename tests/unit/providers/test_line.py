@@ -14,8 +14,8 @@ from linebot.v3.exceptions import InvalidSignatureError
 from linebot.v3.webhook import SignatureValidator
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.line import HEADER, LineVerify
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.providers.builtin.line import HEADER, LineVerify
+from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.mailgun import Mailgun
+from webhook_pipeline.providers.builtin.mailgun import Mailgun
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

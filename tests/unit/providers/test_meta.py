@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers import Provider, all_providers
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build as build_scheme
 

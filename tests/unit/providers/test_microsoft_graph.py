@@ -9,10 +9,10 @@ import json
 
 import pytest
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest, request_from_event
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.sources import Source, resolve
+from webhook_pipeline.webhook_request import WebhookRequest, request_from_event
 
 from tests.unit.providers.conftest import build, make_request
 

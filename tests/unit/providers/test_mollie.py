@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from webhook_pipeline.errors import ConfigurationError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
 from webhook_pipeline.sources import Source, resolve, warn_unsigned
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 
@@ -138,7 +138,7 @@ class TestEveryRequestIsItsOwnDelivery:
             read_events(source(), req, mollie.verify(req, [TOKEN], 0))
 
     def test_the_request_id_comes_from_api_gateway(self) -> None:
-        from webhook_pipeline.http import request_from_event
+        from webhook_pipeline.webhook_request import request_from_event
 
         event = {
             "version": "2.0",

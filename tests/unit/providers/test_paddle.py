@@ -10,7 +10,7 @@ import pytest
 from paddle_billing.Notifications import Secret, Verifier
 from paddle_billing.Notifications.PaddleSignature import PaddleSignature
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 

@@ -8,7 +8,7 @@ import base64
 import pytest
 from webhook_pipeline.errors import ConfigurationError, VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.postmark import HEADER, Postmark
+from webhook_pipeline.providers.builtin.postmark import HEADER, Postmark
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

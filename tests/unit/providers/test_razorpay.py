@@ -11,8 +11,8 @@ import pytest
 from razorpay.errors import SignatureVerificationError
 from razorpay.utility.utility import Utility
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.sources import Source, resolve
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from svix.webhooks import Webhook as SvixWebhook
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.resend import Resend
-from webhook_pipeline.providers.standard_webhooks import StandardWebhooks
+from webhook_pipeline.providers.builtin.resend import Resend
+from webhook_pipeline.providers.builtin.standard_webhooks import StandardWebhooks
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.challenges import query_value
+from webhook_pipeline.providers.crypto import header_digest, match_token
+from webhook_pipeline.providers.json_body import with_field
 from webhook_pipeline.providers.schemes import (
     format_rfc3339,
-    header_digest,
-    match_token,
     parse_keyed_header,
     parse_rfc3339,
     restamp_keyed_header,
-    with_field,
 )
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import make_request
 

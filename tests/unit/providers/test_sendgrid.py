@@ -11,14 +11,14 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from sendgrid.helpers.eventwebhook import EventWebhook
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.providers.model import Verified
-from webhook_pipeline.providers.sendgrid import (
+from webhook_pipeline.providers.builtin.sendgrid import (
     HEADER,
     TIMESTAMP_HEADER,
     SendGrid,
     private_key_text,
     public_key_text,
 )
+from webhook_pipeline.providers.model import Verified
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

@@ -8,7 +8,7 @@ import hmac
 
 import pytest
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build as build_scheme
 

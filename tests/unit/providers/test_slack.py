@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from slack_sdk.signature import SignatureVerifier
 from webhook_pipeline.errors import TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build as build_scheme
 

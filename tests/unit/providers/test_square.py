@@ -12,8 +12,8 @@ import hmac
 import pytest
 from square.utils.webhooks_helper import verify_signature
 from webhook_pipeline.errors import ConfigurationError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers import provider_class
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 

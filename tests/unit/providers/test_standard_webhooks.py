@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.standard_webhooks import decode_secret
+from webhook_pipeline.providers.builtin.standard_webhooks import decode_secret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build as build_scheme
 
@@ -393,7 +393,7 @@ class TestAsymmetricV1a:
         scheme.validate_secret(self.WHPK)
 
     def test_a_64_byte_secret_key_must_carry_its_own_public_key(self) -> None:
-        from webhook_pipeline.providers.standard_webhooks import decode_secret_key
+        from webhook_pipeline.providers.builtin.standard_webhooks import decode_secret_key
 
         public = base64.b64decode(self.WHPK[5:])
         good = "whsk_" + base64.b64encode(bytes(range(32)) + public).decode()

@@ -8,7 +8,7 @@ import time
 import pytest
 import stripe
 from webhook_pipeline.errors import TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest, request_from_event
+from webhook_pipeline.webhook_request import WebhookRequest, request_from_event
 
 from tests.unit.providers.conftest import build as build_scheme
 

@@ -11,11 +11,11 @@ from urllib.parse import parse_qsl, urlencode
 import pytest
 from twilio.request_validator import RequestValidator
 from webhook_pipeline.errors import ConfigurationError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import read_events
 from webhook_pipeline.providers import provider_class
-from webhook_pipeline.providers.twilio import EMPTY_TWIML, url_variants
+from webhook_pipeline.providers.builtin.twilio import EMPTY_TWIML, url_variants
 from webhook_pipeline.sources import Source, resolve
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 

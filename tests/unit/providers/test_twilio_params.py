@@ -8,15 +8,15 @@ from urllib.parse import urlencode
 import pytest
 from webhook_pipeline.errors import BadDeliveryError
 from webhook_pipeline.fields import FieldLocation, parse_body
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.providers.twilio import form_parameters
-from webhook_pipeline.providers.twilio_params import (
+from webhook_pipeline.providers.builtin.twilio import form_parameters
+from webhook_pipeline.providers.builtin.twilio.params import (
     CALL_STATUSES,
     MESSAGE_STATUSES,
     check_format,
     readings,
     value_lengths,
 )
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build
 

@@ -11,7 +11,7 @@ import json
 import pytest
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
 from webhook_pipeline.ingest.events import read_events
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
 from webhook_pipeline.sources import Source, resolve
 
 from tests.unit.providers.conftest import build, make_request

@@ -12,7 +12,13 @@ import jwt
 import pytest
 from vonage_jwt import verify_signature
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.providers.vonage import HEADER, Vonage, b64url_decode, b64url_encode, mint
+from webhook_pipeline.providers.builtin.vonage import (
+    HEADER,
+    Vonage,
+    b64url_decode,
+    b64url_encode,
+    mint,
+)
 
 from tests.unit.providers.conftest import build, make_request
 

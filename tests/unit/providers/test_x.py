@@ -9,8 +9,8 @@ import hmac
 
 import pytest
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 from tests.unit.providers.conftest import build, make_request
 

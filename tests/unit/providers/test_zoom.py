@@ -10,8 +10,8 @@ import json
 
 import pytest
 from webhook_pipeline.errors import TimestampError, VerificationError
-from webhook_pipeline.providers.zoom import HEADER, TIMESTAMP_HEADER, UrlValidation
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.providers.builtin.zoom import HEADER, TIMESTAMP_HEADER, UrlValidation
+from webhook_pipeline.source_secrets import SourceSecret
 
 from tests.unit.providers.conftest import build, make_request
 

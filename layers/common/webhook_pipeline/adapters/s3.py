@@ -2,7 +2,7 @@
 
 The ingest function ``put``s a large body and sends a :class:`BodyPointer` in the envelope; the
 processor ``get``s it back and checks it against the envelope's ``body_size``/``body_sha256``
-(:func:`webhook_pipeline.process.service.load_body`).
+(:func:`webhook_pipeline.process.bodies.load_body`).
 """
 
 from __future__ import annotations

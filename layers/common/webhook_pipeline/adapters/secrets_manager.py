@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from webhook_pipeline.errors import SecretInvalidError, SecretUnavailableError
-from webhook_pipeline.secrets import SourceSecret, parse_secret
+from webhook_pipeline.source_secrets import SourceSecret, parse_secret
 
 
 @dataclass
@@ -40,7 +40,7 @@ class SecretsManagerStore:
         SecretUnavailableError
             Missing, throttled, timed out (logged with its name, never its value).
         SecretInvalidError
-            Stored but not parseable (see :func:`webhook_pipeline.secrets.parse_secret`).
+            Stored but not parseable (see :func:`webhook_pipeline.source_secrets.parse_secret`).
         """
         name = f"{self.prefix}{secret_name}"
         try:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from webhook_pipeline.envelope import Envelope, claim_check_prefix, utcnow
 from webhook_pipeline.fields import body_b64
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.ingest.events import DeliveryEvent
 from webhook_pipeline.ingest.ports import PayloadStore
 from webhook_pipeline.sources import ResolvedSource
+from webhook_pipeline.webhook_request import WebhookRequest
 
 # Headers copied into every envelope when present (never signature headers).
 BASE_FORWARDED_HEADERS = ("content-type", "user-agent")

@@ -22,9 +22,9 @@ from webhook_pipeline.fields import (
     parse_body,
     read_value,
 )
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.model import Verified
 from webhook_pipeline.sources import ResolvedSource
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from webhook_pipeline.envelope import BodyPointer, Envelope
 from webhook_pipeline.ingest.claims import Claim, ClaimResult
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
 
 
 class DedupGate(Protocol):

@@ -1,4 +1,5 @@
-"""The ingest use case: verify -> claim -> enqueue -> acknowledge (DESIGN.md, invariants I1-I8).
+"""The ingest use case: verify -> claim -> enqueue -> acknowledge (invariants I1-I8, listed in the
+README's "How the guarantees are kept").
 
 Order of the stages is fixed: a provider's handshake is answered before the gate and never
 reaches Redis, S3 or SQS; an unauthenticated request never does either (I2); the claim is one
@@ -32,7 +33,6 @@ from webhook_pipeline.errors import (
     UnknownSourceError,
     VerificationError,
 )
-from webhook_pipeline.http import WebhookRequest, public_url
 from webhook_pipeline.ingest.batch import BatchIngest, TimeBudget, check_body
 from webhook_pipeline.ingest.claims import (
     CircuitBreaker,
@@ -49,8 +49,9 @@ from webhook_pipeline.ingest.ports import DedupGate, EnvelopeQueue, PayloadStore
 from webhook_pipeline.observability import MetricName, count, count_by, logger
 from webhook_pipeline.providers.model import Answer, Handshake, Verified
 from webhook_pipeline.redaction import redact_target
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SecretProblem, SourceSecret
 from webhook_pipeline.sources import ResolvedSource
+from webhook_pipeline.webhook_request import WebhookRequest, public_url
 
 
 @dataclass
@@ -70,7 +71,7 @@ class IngestService:
     breaker: CircuitBreaker = field(default_factory=lambda: CircuitBreaker(cooldown_seconds=0))
     clock: Callable[[], float] = time.time
     new_token: Callable[[], str] = lambda: os.urandom(16).hex()
-    _valid_secrets: dict[tuple[str, tuple[str, ...]], str | None] = field(
+    _valid_secrets: dict[tuple[str, tuple[str, ...]], SecretProblem | None] = field(
         default_factory=dict, init=False, repr=False
     )
     _gatekeeper: Gatekeeper = field(init=False, repr=False)
@@ -181,8 +182,8 @@ class IngestService:
         if problem is None:
             return secret
         count(MetricName.SECRET_INVALID)
-        logger.error("source secret is invalid", extra={"error": problem})
-        if problem.startswith("the current"):
+        logger.error("source secret is invalid", extra={"error": str(problem)})
+        if problem.value == "current":
             raise SecretInvalidError(detail=f"source {source.name!r}: {problem}")
         return SourceSecret(secret.signing[:1], secret.verify_token, invalid_previous=True)
 

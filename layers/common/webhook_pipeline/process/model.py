@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -188,3 +189,9 @@ class RecordResult:
     @property
     def acknowledged(self) -> bool:
         return self.outcome.acknowledged
+
+
+def attempt_token(message: Message) -> str:
+    """A 36-character token per (message id, receive count): an SDK retry of one attempt reuses
+    it, a redelivery gets a new one."""
+    return hashlib.sha256(f"{message.message_id}:{message.receive_count}".encode()).hexdigest()[:36]

@@ -37,6 +37,7 @@ from webhook_pipeline.errors import (
 )
 from webhook_pipeline.hooks import Effects, Hook, HookEvent, HookRegistry
 from webhook_pipeline.observability import logger
+from webhook_pipeline.process.bodies import load_body
 from webhook_pipeline.process.coalesce import chunk_group, plan_group
 from webhook_pipeline.process.model import (
     DeliveryRecord,
@@ -46,12 +47,10 @@ from webhook_pipeline.process.model import (
     Outcome,
     RecordResult,
     StoreResult,
+    attempt_token,
 )
-from webhook_pipeline.process.planning import attempt_token, group_key, load_body, plan
+from webhook_pipeline.process.planning import plan
 from webhook_pipeline.process.ports import DeliveryStore, PayloadReader
-
-# Re-exported: the planning functions were defined here first.
-__all__ = ["ProcessorService", "attempt_token", "group_key", "load_body", "plan"]
 
 
 class ProcessorService:

@@ -1,10 +1,13 @@
-"""Providers: one module per sender (scheme, what it signs, defaults, retry horizon, handshakes,
-acknowledgement, batch split, vectors, sample), registered by name.
+"""Providers: what a sender signs and how it is verified (scheme, what it signs, defaults,
+retry horizon, handshakes, acknowledgement, batch split, vectors, sample), registered by name.
 
-Adding a provider is one module here (a :class:`Provider` subclass decorated with
-:func:`register`) plus its test file; the registry, the simulator, ``events/``, the local stack's
-development secrets, the shared tests and the README's provider table pick it up. See
-``docs/providers.md``.
+This package holds the building blocks every provider uses (:mod:`.base`, :mod:`.model`,
+:mod:`.schemes`, :mod:`.crypto`, :mod:`.challenges`, :mod:`.registry`, and the test kit
+:mod:`.samples` / :mod:`.vectors`); the built-in providers are the modules of
+:mod:`webhook_pipeline.providers.builtin`. Adding a built-in provider is one module there (a
+:class:`Provider` subclass decorated with :func:`register`) plus its test file; the registry,
+the simulator, ``events/``, the local stack's development secrets, the shared tests and the
+README's provider table pick it up. See ``docs/providers.md``.
 """
 
 from typing import TYPE_CHECKING

@@ -39,7 +39,6 @@ from typing import Any, ClassVar, Literal
 
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.crypto import check_freshness
 from webhook_pipeline.providers.model import (
     Answer,
@@ -50,6 +49,7 @@ from webhook_pipeline.providers.model import (
     Verified,
     samples,
 )
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 class Provider(ABC):

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs
 
 from webhook_pipeline.errors import VerificationError
-from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.providers.crypto import utf8_hmac
 from webhook_pipeline.providers.model import Answer, Handshake
-from webhook_pipeline.providers.schemes import utf8_hmac
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 #: The longest query token a challenge is answered for (characters): real ones are far shorter,
 #: and an answer must not echo or hash megabytes for anyone who asks.

@@ -14,12 +14,15 @@ import hashlib
 import hmac
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from cryptography.exceptions import InvalidSignature
 
 from webhook_pipeline.errors import ConfigurationError, TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
+from webhook_pipeline.webhook_request import WebhookRequest
+
+#: How a digest is written in a header.
+Encoding = Literal["hex", "base64"]
 
 
 def constant_time_equal(a: bytes | str, b: bytes | str) -> bool:
@@ -171,9 +174,93 @@ def decode_base64(value: str, *, canonical: bool = True) -> bytes | None:
     return decoded
 
 
+def decode_digest(text: str, encoding: Encoding) -> bytes | None:
+    """A digest in lower-case hex or padded standard base64, or ``None`` when it is not."""
+    return decode_hex(text) if encoding == "hex" else decode_base64(text)
+
+
+def encode_digest(digest: bytes, encoding: Encoding) -> str:
+    """``digest`` as lower-case hex or padded standard base64."""
+    return digest.hex() if encoding == "hex" else base64.b64encode(digest).decode("ascii")
+
+
+def header_digest(
+    request: WebhookRequest, header: str, *, prefix: str = "", encoding: Encoding = "hex"
+) -> bytes:
+    """The digest of a ``<header>: <prefix><digest>`` signature header, decoded.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_missing`` (absent or empty), ``signature_malformed`` (not ASCII, prefix
+        missing, digest not strictly in ``encoding``).
+    """
+    value = signature_header(request, header)
+    digest = decode_digest(value[len(prefix) :], encoding) if value.startswith(prefix) else None
+    if digest is None:
+        raise VerificationError("signature_malformed", f"{header} is not {prefix}<{encoding}>")
+    return digest
+
+
+def match_token(secrets: Sequence[str], presented: str) -> int:
+    """Index of the secret equal to ``presented`` (a shared token, not a signature), compared in
+    constant time against every secret.
+
+    Raises
+    ------
+    VerificationError
+        ``signature_invalid``: no secret equals it.
+    ConfigurationError
+        No secret, or an empty one.
+    """
+    return match_secrets(
+        secrets, lambda secret: secret.encode("utf-8"), [presented.encode("utf-8")]
+    )
+
+
 def hmac_digest(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:
     """HMAC of ``message`` with ``key`` using ``algorithm`` (a key of :data:`DIGESTS`)."""
     return hmac.new(key, message, DIGESTS[algorithm]).digest()
+
+
+def utf8_hmac(secret: str, message: bytes) -> bytes:
+    """HMAC-SHA256 of ``message`` keyed with ``secret`` as UTF-8 (the raw 32-byte digest): what a
+    sender of an HMAC scheme computes."""
+    return hmac.digest(secret.encode("utf-8"), message, "sha256")
+
+
+def match_hmac(secrets: Sequence[str], message: bytes, candidates: Iterable[bytes]) -> int:
+    """Index of the first secret whose HMAC-SHA256 of ``message`` (keyed with the secret as
+    UTF-8, as :func:`utf8_hmac`) equals one of ``candidates``: the verification of every HMAC
+    scheme keyed that way, one digest per secret compared in constant time with every candidate.
+
+    Parameters
+    ----------
+    secrets : Sequence[str]
+        Current secret first, then the previous one.
+    message : bytes
+        The signed bytes, as the scheme builds them.
+    candidates : Iterable[bytes]
+        Raw (decoded) signatures taken from the request.
+
+    Raises
+    ------
+    ConfigurationError
+        No secret at all, or an empty one.
+    VerificationError
+        ``signature_invalid`` when no secret matches any candidate.
+    """
+    if not secrets or any(not s for s in secrets):
+        raise ConfigurationError("signature verification needs at least one non-empty secret")
+    wanted = tuple(candidates)
+    for index, secret in enumerate(secrets):
+        digest = hmac.digest(secret.encode("utf-8"), message, "sha256")
+        matched = False
+        for candidate in wanted:  # every candidate compared: no early exit on a mismatch
+            matched |= hmac.compare_digest(digest, candidate)
+        if matched:
+            return index
+    raise VerificationError("signature_invalid")
 
 
 def match_secrets(

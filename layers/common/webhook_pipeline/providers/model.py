@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.fields import FieldLocation
-from webhook_pipeline.http import WebhookRequest
-from webhook_pipeline.secrets import SourceSecret
+from webhook_pipeline.source_secrets import SourceSecret
+from webhook_pipeline.webhook_request import WebhookRequest
 
 
 def lazy_module(name: str) -> ModuleType:

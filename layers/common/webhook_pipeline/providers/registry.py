@@ -1,12 +1,12 @@
 """The provider registry: providers register themselves; nothing keeps a list by hand.
 
 A provider module decorates its :class:`~webhook_pipeline.providers.base.Provider` subclass with
-:func:`register`. Built-in providers are the modules of this package, found by name: provider
-``standard-webhooks`` lives in ``webhook_pipeline/providers/standard_webhooks.py``, so a source's
-provider is imported on demand (cold start imports only the providers the sources use) and
-:func:`all_providers` imports every module of the package. Your own providers live in modules
-of yours, named in ``PROVIDER_MODULES`` (the ingest function) or passed to
-:func:`load_provider_modules`.
+:func:`register`. Built-in providers are the modules of :mod:`webhook_pipeline.providers.builtin`
+(every one of them holds one provider), found by name: provider ``standard-webhooks`` lives in
+``webhook_pipeline/providers/builtin/standard_webhooks.py``, so a source's provider is imported
+on demand (cold start imports only the providers the sources use) and :func:`all_providers`
+imports every module of that package. Your own providers live in modules of yours, named in
+``PROVIDER_MODULES`` (the ingest function) or passed to :func:`load_provider_modules`.
 """
 
 from __future__ import annotations
@@ -19,22 +19,8 @@ from webhook_pipeline.config_errors import nearest
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.providers.base import Provider
 
-_PACKAGE = "webhook_pipeline.providers"
-#: Modules of this package that hold no provider.
-_NOT_PROVIDERS = frozenset(
-    {
-        "base",
-        "challenges",
-        "crypto",
-        "inline",
-        "model",
-        "registry",
-        "samples",
-        "schemes",
-        "twilio_params",
-        "vectors",
-    }
-)
+#: The package whose every module is one built-in provider.
+_PACKAGE = "webhook_pipeline.providers.builtin"
 _REGISTRY: dict[str, type[Provider]] = {}
 
 
@@ -65,12 +51,11 @@ def provider_class(name: str) -> type[Provider]:
     """
     if name not in _REGISTRY and name.replace("-", "_").isidentifier():
         module = f"{_PACKAGE}.{name.replace('-', '_')}"
-        if module.rsplit(".", 1)[1] not in _NOT_PROVIDERS:
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name != module:
-                    raise
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -112,7 +97,7 @@ def builtin_module_names() -> list[str]:
     return [
         f"{_PACKAGE}.{info.name}"
         for info in pkgutil.iter_modules(package.__path__)
-        if info.name not in _NOT_PROVIDERS and not info.name.startswith("_")
+        if not info.name.startswith("_")
     ]
 
 

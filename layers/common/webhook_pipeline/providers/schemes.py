@@ -5,128 +5,39 @@
 - :class:`TimestampedHmacProvider`: ``<header>: t=<seconds>,<key>=<hex>`` over ``{t}.{body}``
   (Stripe and Calendly ``v1=``, TikTok ``s=``; Paddle's ``ts=..;h1=..`` over ``{ts}:{body}``).
 - :func:`parse_rfc3339` / :func:`format_rfc3339`: strict RFC 3339 timestamps (Twitch, Zendesk).
-- :func:`match_token`: a shared token (not a signature) compared in constant time (GitLab, Google
-  Ads, Microsoft Graph).
 - :class:`V0HmacProvider`: ``<header>: v0=<hex>`` over ``v0:{timestamp}:{body}`` with the
   timestamp in its own header (Slack, Zoom).
 
 Handshake shapes are in :mod:`webhook_pipeline.providers.challenges`.
 
-Strictness is :mod:`webhook_pipeline.providers.crypto`'s: constant-time comparisons, digests
-decoded strictly (lower-case hex, padded standard base64), reason codes, never another exception.
+The building blocks they verify with are :mod:`webhook_pipeline.providers.crypto`'s (digests
+decoded strictly, ``match_hmac``, ``match_token``, headers and timestamps read strictly):
+constant-time comparisons, reason codes, never another exception.
 """
 
 from __future__ import annotations
 
-import base64
 import calendar
-import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal
+from typing import ClassVar
 
 from webhook_pipeline.errors import TimestampError, VerificationError
-from webhook_pipeline.http import WebhookRequest
 from webhook_pipeline.providers.base import Provider
 from webhook_pipeline.providers.crypto import (
-    decode_base64,
+    Encoding,
     decode_hex,
-    hmac_digest,
-    match_secrets,
+    encode_digest,
+    header_digest,
+    match_hmac,
     parse_plain_int,
     signature_header,
     timestamp_header,
+    utf8_hmac,
 )
 from webhook_pipeline.providers.model import Verified, refuse_challenge_message
-
-Encoding = Literal["hex", "base64"]
-
-
-# -- digests ----------------------------------------------------------------------------------
-
-
-def decode_digest(text: str, encoding: Encoding) -> bytes | None:
-    """A digest in lower-case hex or padded standard base64, or ``None`` when it is not."""
-    return decode_hex(text) if encoding == "hex" else decode_base64(text)
-
-
-def encode_digest(digest: bytes, encoding: Encoding) -> str:
-    """``digest`` as lower-case hex or padded standard base64."""
-    return digest.hex() if encoding == "hex" else base64.b64encode(digest).decode("ascii")
-
-
-def utf8_hmac(secret: str, message: bytes) -> bytes:
-    """HMAC-SHA256 of ``message`` keyed with ``secret`` as UTF-8 (the raw 32-byte digest)."""
-    return hmac_digest(secret.encode("utf-8"), message)
-
-
-def match_utf8_hmac(secrets: Sequence[str], message: bytes, candidates: Iterable[bytes]) -> int:
-    """Index of the secret whose :func:`utf8_hmac` of ``message`` is one of ``candidates``.
-
-    Raises
-    ------
-    VerificationError
-        ``signature_invalid``: no secret matches.
-    ConfigurationError
-        No secret, or an empty one.
-    """
-    return match_secrets(secrets, lambda secret: utf8_hmac(secret, message), candidates)
-
-
-def header_digest(
-    request: WebhookRequest, header: str, *, prefix: str = "", encoding: Encoding = "hex"
-) -> bytes:
-    """The digest of a ``<header>: <prefix><digest>`` signature header, decoded.
-
-    Raises
-    ------
-    VerificationError
-        ``signature_missing`` (absent or empty), ``signature_malformed`` (not ASCII, prefix
-        missing, digest not strictly in ``encoding``).
-    """
-    value = signature_header(request, header)
-    digest = decode_digest(value[len(prefix) :], encoding) if value.startswith(prefix) else None
-    if digest is None:
-        raise VerificationError("signature_malformed", f"{header} is not {prefix}<{encoding}>")
-    return digest
-
-
-def match_token(secrets: Sequence[str], presented: str) -> int:
-    """Index of the secret equal to ``presented`` (a shared token, not a signature), compared in
-    constant time against every secret.
-
-    Raises
-    ------
-    VerificationError
-        ``signature_invalid``: no secret equals it.
-    ConfigurationError
-        No secret, or an empty one.
-    """
-    return match_secrets(
-        secrets, lambda secret: secret.encode("utf-8"), [presented.encode("utf-8")]
-    )
-
-
-def json_object(body: bytes) -> dict[str, Any] | None:
-    """``body`` parsed as a JSON object, or ``None`` when it is not one (for providers that read
-    a credential or a signed timestamp inside the body)."""
-    try:
-        doc = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def with_field(body: bytes, name: str, value: Any) -> bytes:
-    """A JSON object ``body`` re-serialised compactly with ``name`` set to ``value`` (any other
-    body unchanged): how :meth:`Provider.sign_body` puts a value in the body."""
-    doc = json_object(body)
-    if doc is None:
-        return body
-    doc[name] = value
-    return json.dumps(doc, separators=(",", ":")).encode()
-
+from webhook_pipeline.webhook_request import WebhookRequest
 
 # -- the HMAC of the body in one header ---------------------------------------------------------
 
@@ -159,7 +70,7 @@ class BodyHmacProvider(Provider):
         if size is not None and len(digest) != size:
             raise VerificationError("signature_malformed", f"{header} is not a {size}-byte digest")
         refuse_challenge_message(self.handshakes, request.body)
-        return Verified(secret_index=match_utf8_hmac(secrets, request.body, [digest]))
+        return Verified(secret_index=match_hmac(secrets, request.body, [digest]))
 
     def sign(
         self, body: bytes, secret: str, *, timestamp: int, delivery_id: str, url: str = ""
@@ -282,7 +193,7 @@ class TimestampedHmacProvider(Provider):
             raise VerificationError(
                 "signature_malformed", f"{header} has no hex {self.signature_key}"
             )
-        index = match_utf8_hmac(secrets, self.signed_bytes(raw_t, request.body), candidates)
+        index = match_hmac(secrets, self.signed_bytes(raw_t, request.body), candidates)
         self.check_fresh(timestamp, now)
         return Verified(secret_index=index, timestamp=timestamp, raw_timestamp=raw_t)
 
@@ -384,7 +295,7 @@ class V0HmacProvider(Provider):
             raise VerificationError("signature_malformed", f"{header} is not {shape}")
         raw_ts, timestamp = timestamp_header(request, ts_header)
         signed = b"v0:" + raw_ts.encode("ascii") + b":" + request.body
-        index = match_utf8_hmac(secrets, signed, [digest])
+        index = match_hmac(secrets, signed, [digest])
         self.check_fresh(timestamp, now)
         return Verified(
             secret_index=index, timestamp=timestamp, signed_headers=self.signed_header_names()
