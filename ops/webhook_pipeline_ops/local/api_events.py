@@ -5,8 +5,9 @@ Two event shapes, as a route declares (``PayloadFormatVersion``): the HTTP API's
 (:func:`build_event`: header names lower-cased, a repeated header's values joined with ``","``,
 cookies in ``cookies``) and the REST API's payload 1.0 (:func:`build_rest_event`: the last value
 of each header in ``headers``, every value in ``multiValueHeaders``, the same for the query
-string). Both carry the body exactly: as text when it is UTF-8 with a textual content type,
-otherwise base64 with ``isBase64Encoded``. Sources: the API Gateway developer guide, "Working
+string; locally the names arrive lower-cased, as ASGI hands them over, where API Gateway keeps
+the sender's case). Both carry the body exactly: as text when it is UTF-8 with a textual content
+type, otherwise base64 with ``isBase64Encoded``. Sources: the API Gateway developer guide, "Working
 with AWS Lambda proxy integrations for HTTP APIs" (payload format versions) and "Input format of
 a Lambda function for proxy integration" (REST).
 """

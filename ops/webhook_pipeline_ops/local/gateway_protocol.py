@@ -50,10 +50,11 @@ class _GatewayProtocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.timeout_keep_alive = self.deadlines.idle()  # uvicorn's idle timer after an answer
+        # uvicorn's idle timer after an answer (typed int there; call_later takes seconds)
+        self.timeout_keep_alive = self.deadlines.idle()  # type: ignore[assignment]
         self._head_timer: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler

@@ -92,7 +92,7 @@ IDLE_TIMEOUT_SECONDS = 30.0
 MAX_CONCURRENT_INVOCATIONS = 256
 #: Seconds requests still in flight at ``stop`` get to be answered (their functions are stopped
 #: next, which answers the ones waiting for a worker with 503).
-STOP_GRACE_SECONDS = 35.0
+STOP_GRACE_SECONDS = 35
 _LOOPBACK = ("127.", "::1", "localhost", "[::1]")
 #: Seconds a sender is told to wait after a 503 for want of a function worker.
 RETRY_AFTER = "1"
@@ -338,16 +338,16 @@ class _App:
         function."""
         fn = self.gateway.functions.get(name.rsplit(":", 1)[-1])
         if fn is None:
-            doc = {"Type": "User", "Message": f"Function not found: {name}"}
+            missing = {"Type": "User", "Message": f"Function not found: {name}"}
             error_type = ("x-amzn-errortype", "ResourceNotFoundException")
-            return _response(404, [error_type], json.dumps(doc).encode())
+            return _response(404, [error_type], json.dumps(missing).encode())
         executed = ("x-amz-executed-version", "$LATEST")
         try:
             result = await self._in_thread(lambda: fn.invoke(json.loads(body) if body else {}))
         except Exception as exc:
             trace = getattr(exc, "trace", "") or traceback.format_exc()
             log.error("%s raised:\n%s", fn.spec.logical_id, trace)
-            doc = {
+            doc: dict[str, Any] = {
                 "errorMessage": getattr(exc, "message", str(exc)),
                 "errorType": getattr(exc, "error_type", type(exc).__name__),
                 "stackTrace": trace.splitlines(),
