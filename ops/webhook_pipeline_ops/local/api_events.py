@@ -61,6 +61,19 @@ def _request_id() -> str:
     return base64.b32encode(uuid.uuid4().bytes)[:16].decode()
 
 
+def _joined_headers(headers: list[tuple[str, str]]) -> tuple[dict[str, str], list[str]]:
+    """(lower-cased name -> values joined with ",", the cookies), as payload 2.0 has them."""
+    folded: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in headers:
+        key = name.lower()
+        if key == "cookie":
+            cookies.extend(c.strip() for c in value.split(";") if c.strip())
+            continue
+        folded[key] = f"{folded[key]},{value}" if key in folded else value
+    return folded, cookies
+
+
 def build_event(
     *,
     method: str,
@@ -84,14 +97,7 @@ def build_event(
         The exact received body.
     """
     split = urlsplit(target)
-    folded: dict[str, str] = {}
-    cookies: list[str] = []
-    for name, value in headers:
-        key = name.lower()
-        if key == "cookie":
-            cookies.extend(c.strip() for c in value.split(";") if c.strip())
-            continue
-        folded[key] = f"{folded[key]},{value}" if key in folded else value
+    folded, cookies = _joined_headers(headers)
     query: dict[str, str] = {}
     for k, v in parse_qsl(split.query, keep_blank_values=True):
         query[k] = f"{query[k]},{v}" if k in query else v
