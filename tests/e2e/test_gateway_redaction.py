@@ -22,7 +22,7 @@ class Recording:
         self.events: list[dict[str, Any]] = []
         self.spec = FunctionSpec("Fake", "fake", Path("."), "app.h", 3, 128, {}, [], [], [])
 
-    def invoke(self, event: dict[str, Any]) -> Any:
+    def invoke(self, event: dict[str, Any], deadline: float | None = None) -> Any:
         self.events.append(event)
         return {"statusCode": 202, "body": "{}"}
 

@@ -432,7 +432,7 @@ def test_a_client_gone_before_its_answer_is_logged_with_the_status_it_was_answer
     seen: list[tuple[str, str, int]] = []
 
     class AfterClose(RecordingFunction):
-        def invoke(self, event: dict[str, Any]) -> Any:
+        def invoke(self, event: dict[str, Any], deadline: float | None = None) -> Any:
             assert closed.wait(10)
             return {"statusCode": 401, "body": '{"status":"rejected"}'}
 
