@@ -52,8 +52,18 @@ chaos: $(STAMP_LOCAL) redis-server  ## 10,000 deliveries with every fault agains
 chaos-short: $(STAMP_LOCAL) redis-server  ## the CI's short chaos run: 1,000 deliveries, every fault kind once
 	$(VENV)/bin/webhook-pipeline chaos --count 1000 --seed 1 --out $${CHAOS_OUT:-/tmp/chaos-short.json} $(ARGS)
 
+# `make test` runs in two passes: unit and integration tests spread over TEST_WORKERS processes
+# (pytest-xdist; each worker has its own redis-server, in-process moto and temp dirs), then every
+# other tier (e2e local stacks, template) in one serial process. Both passes run; the target fails
+# if either did. The slowest tests and how they were measured: docs/testing.md.
+TEST_WORKERS ?= auto
+PARALLEL_TIERS := tests/unit tests/integration
+
 test: $(STAMP_DEV) redis-server  ## run every test tier (installs redis-server with apt-get if missing and root)
-	$(PY) -m pytest
+	@rc=0; \
+	$(PY) -m pytest -n $(TEST_WORKERS) $(PARALLEL_TIERS) || rc=$$?; \
+	$(PY) -m pytest $(addprefix --ignore=,$(PARALLEL_TIERS)) || rc=$$?; \
+	exit $$rc
 
 redis-server:  # the tests start their own redis-server processes on free ports
 	@command -v redis-server >/dev/null 2>&1 || { \
@@ -63,10 +73,10 @@ redis-server:  # the tests start their own redis-server processes on free ports
 	  else echo "redis-server is not installed: apt-get install redis-server (or brew install redis)"; exit 1; fi; }
 
 test-unit: $(STAMP_DEV)
-	$(PY) -m pytest tests/unit
+	$(PY) -m pytest -n $(TEST_WORKERS) tests/unit
 
 test-integration: $(STAMP_DEV) redis-server
-	$(PY) -m pytest tests/integration
+	$(PY) -m pytest -n $(TEST_WORKERS) tests/integration
 
 test-e2e: $(STAMP_DEV) redis-server
 	$(PY) -m pytest tests/e2e

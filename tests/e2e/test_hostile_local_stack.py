@@ -100,7 +100,8 @@ def test_same_delivery_from_20_threads_is_recorded_exactly_once(private_stack: L
         if code == 503:
             assert post_until_acknowledged(private_stack, "stripe", delivery)[-1] == 200
     wait_for(lambda: records(private_stack, marker), RECORD_TIMEOUT, what="the burst recorded")
-    time.sleep(2)  # let the poller drain anything else
+    # the poller has processed everything (no message left, visible or in flight)
+    wait_for(private_stack.main_queue_drained, RECORD_TIMEOUT, what="the main queue to drain")
     assert records(private_stack, marker) == Counter({f"evt_{marker}": 1})
     assert private_stack.settled_ledger("stripe", f"evt_{marker}") == 1  # applied once in effect
     resource = private_stack.resource("stripe", f"cus_{marker}")
@@ -151,7 +152,8 @@ def test_redis_killed_mid_burst_every_unique_delivery_recorded_once(
         RECORD_TIMEOUT,
         what="every unique delivery recorded",
     )
-    time.sleep(3)  # duplicates that passed the dead gate are processed too
+    # duplicates that passed the dead gate are processed too: the main queue holds none of them
+    wait_for(private_stack.main_queue_drained, RECORD_TIMEOUT, what="the main queue to drain")
     counts = records(private_stack, marker)
     assert set(counts) == expected
     assert set(counts.values()) == {1}

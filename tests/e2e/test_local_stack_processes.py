@@ -75,7 +75,9 @@ def test_the_webhook_port_does_not_serve_the_lambda_invoke_api(local_stack: Loca
         assert answer.status_code == 404
     assert "lambda_endpoint_url" not in local_stack.ready
     assert "LambdaEndpointUrl" not in local_stack.outputs
-    time.sleep(2)
+    # had the forged invoke reached the processor, its record would be written once the main
+    # queue holds nothing (visible or in flight)
+    wait_for(local_stack.main_queue_drained, 30, what="the main queue to drain")
     assert delivery_items(local_stack, marker) == []
 
 

@@ -17,7 +17,7 @@ from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.webhook_request import WebhookRequest
 from webhook_pipeline_ops.samples import example_sources, signed_delivery
 
-from tests.e2e.conftest import LocalStack
+from tests.e2e.conftest import LocalStack, wait_for
 from tests.e2e.test_local_stack import delivery_items, recorded
 
 pytestmark = pytest.mark.e2e
@@ -46,7 +46,9 @@ def test_c11_svix_delivery_with_a_foreign_webhook_id_is_one_delivery(
         assert (answer.status_code, answer.json()["reason"]) == (401, "signature_mismatch")
     assert post(local_stack, "standard-webhooks", d.body, svix).json()["status"] == "duplicate"
     assert recorded(local_stack, "standard-webhooks", msg_id)["outcome"] == "applied"
-    time.sleep(3)  # two poll cycles: anything else would have been recorded by now
+    # Everything the stack was sent has been processed (nothing left in the main queue, visible
+    # or in flight): a second record, if the pipeline made one, would be in the table by now.
+    wait_for(local_stack.main_queue_drained, 30, what="the main queue to drain")
     assert len(delivery_items(local_stack, msg_id)) == 1
 
 
@@ -90,8 +92,6 @@ def test_c13_one_id_two_bodies_is_noted_on_the_record(local_stack: LocalStack) -
     def noted() -> dict | None:
         item = local_stack.delivery("stripe", event_id)
         return item if item and item.get("duplicate_body_mismatches") else None
-
-    from tests.e2e.conftest import wait_for
 
     item = wait_for(noted, timeout=30, what="the body mismatch to be noted")
     assert item["last_mismatch_sha256"] == hashlib.sha256(other_body).hexdigest()

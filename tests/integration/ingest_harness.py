@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from webhook_pipeline_ops.samples import DEV_SECRETS, dev_secret_value
+from webhook_pipeline_ops.samples import DEV_SECRETS, dev_secret_value, example_sources
 
 from tests.helpers import FakeContext
 
@@ -56,8 +56,10 @@ def provision(region: str = "us-east-1") -> dict[str, str]:
     s3 = boto3.client("s3", region_name=region)
     s3.create_bucket(Bucket="payloads")
     sm = boto3.client("secretsmanager", region_name=region)
+    sources = example_sources()  # read once: by name, each value would read sources.toml again
     for source in DEV_SECRETS:
-        sm.create_secret(Name=f"{SECRETS_PREFIX}{source}", SecretString=dev_secret_value(source))
+        value = dev_secret_value(sources[source])
+        sm.create_secret(Name=f"{SECRETS_PREFIX}{source}", SecretString=value)
     return {
         "QUEUE_URL": queue_url,
         "PAYLOAD_BUCKET": "payloads",

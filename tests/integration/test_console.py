@@ -8,8 +8,9 @@ import base64
 import hashlib
 import json
 import re
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -179,6 +180,19 @@ def console(aws: None) -> Iterator[Console]:
         server.stop()
 
 
+def replay_threads() -> list[threading.Thread]:
+    """The console's replay jobs running in this process (threads named ``replay-<job id>``)."""
+    return [t for t in threading.enumerate() if t.name.startswith("replay-")]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 30, what: str = "") -> None:
+    """Poll ``predicate`` until truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
 # ------------------------------------------------------------------------------------- safety
 
 
@@ -232,7 +246,8 @@ def test_a_replay_needs_the_same_origin_and_the_token(
     response = console.post("/api/replay", body, **headers)
     assert response.status_code == 403
     assert reason in response.json()["error"]
-    time.sleep(0.3)
+    # A replay runs in a thread named replay-<job id>: had one started, it has finished here.
+    wait_until(lambda: not replay_threads(), what="every replay thread to finish")
     assert console.count(console.dlq_url) == 1
     assert console.count(console.main_url) == 0
 
