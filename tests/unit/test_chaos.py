@@ -1,5 +1,5 @@
-"""The chaos run's reconciliation (``webhook_pipeline_ops.chaos``): each finding has a case that
-passes and a case that must fail, over a sender's log and table items built by hand."""
+"""The chaos run's reconciliation (``webhook_pipeline_ops.chaos.reconcile``): each finding has a
+case that passes and a case that must fail, over a sender's log and table items built by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops.chaos import (
+from webhook_pipeline_ops.chaos.reconcile import (
     FAULT_KINDS,
     AttemptLog,
     Copy,

@@ -1,6 +1,6 @@
 """The chaos run's pure parts: the traffic shape, the fault schedule and the reconciliation.
 
-Nothing here talks to a network or a process: :mod:`webhook_pipeline_ops.commands_chaos` sends
+Nothing here talks to a network or a process: :mod:`webhook_pipeline_ops.commands.chaos` sends
 the traffic, injects the faults and reads the stack's state, then calls :func:`reconcile` with
 
 - the sender's log: one :class:`Copy` per request sequence the sender made (an original or a

@@ -8,7 +8,7 @@ real sequence values, paced sends with bursts, and senders that time out and res
 delivery with backoff. While traffic flows, the faults of ``--faults`` are injected at seeded
 points of it (``--seed``), each logged with its kind and time. After the traffic, the run waits
 until the main queue is empty (the settle time), reads the deliveries table and the DLQ and
-reconciles them with the sender's own log (:func:`webhook_pipeline_ops.chaos.reconcile`).
+reconciles them with the sender's own log (:func:`webhook_pipeline_ops.chaos.reconcile.reconcile`).
 
 Prints a table, writes the report (``--out``, default ``bench/results/chaos.json``) and the
 sender's log (``chaos-sender.jsonl`` in the state folder). Exit codes: 0 the proof holds;
@@ -48,8 +48,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from webhook_pipeline_ops import chaos_switches
-from webhook_pipeline_ops.chaos import (
+from webhook_pipeline_ops.chaos import faults as chaos_switches
+from webhook_pipeline_ops.chaos.reconcile import (
     FAULT_DESCRIPTIONS,
     FAULT_KINDS,
     NOT_INJECTED,
@@ -72,7 +72,7 @@ DEFAULT_SOURCES = ("stripe", "github", "shopify", "slack", "standard-webhooks")
 NEGATIVE_CONTROL_ENV = "WEBHOOK_PIPELINE_CHAOS_NEGATIVE_CONTROL"
 LEDGER_HOOKS_ENV = "WEBHOOK_PIPELINE_LOCAL_HOOKS_MODULE"
 MAX_RETRY_WAIT_SECONDS = 5.0
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def register(subparsers: Any) -> None:

@@ -4,8 +4,8 @@ Each function arms a switch of :mod:`webhook_pipeline_ops.local.faults` in the s
 ``faults_dir`` (named by its ``ready`` file), waits for it to act and returns a one-line account
 of what happened, counted from the records the stack's processes wrote. A fault that did not act
 (a stack without switches, no request of the kind arrived, the ledger hook not loaded) raises
-:class:`~webhook_pipeline_ops.chaos.NotInjected` with the reason: the report then says "NOT
-injected" instead of claiming it.
+:class:`~webhook_pipeline_ops.chaos.reconcile.NotInjected` with the reason: the report then
+says "NOT injected" instead of claiming it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from webhook_pipeline_ops.chaos import NotInjected
+from webhook_pipeline_ops.chaos.reconcile import NotInjected
 from webhook_pipeline_ops.local.faults import FaultSwitches
 
 #: The function whose workers the crash points end (the template's processor).
