@@ -1,4 +1,4 @@
-"""The chaos run's reconciliation (``webhook_pipeline_ops.chaos.reconcile``): each finding has a
+"""The chaos run's reconciliation (``webhook_pipeline_ops.chaos``): each finding has a
 case that passes and a case that must fail, over a sender's log and table items built by hand."""
 
 from __future__ import annotations
@@ -8,17 +8,10 @@ import random
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops.chaos.reconcile import (
-    FAULT_KINDS,
-    AttemptLog,
-    Copy,
-    interleave,
-    ledger_key,
-    reconcile,
-    render,
-    schedule_faults,
-    with_duplicates,
-)
+from webhook_pipeline_ops.chaos.faults import FAULT_KINDS, schedule_faults
+from webhook_pipeline_ops.chaos.reconcile import ledger_key, reconcile
+from webhook_pipeline_ops.chaos.report import render
+from webhook_pipeline_ops.chaos.traffic import AttemptLog, Copy, interleave, with_duplicates
 
 
 def copy(

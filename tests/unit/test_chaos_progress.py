@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from webhook_pipeline_ops import simulator
-from webhook_pipeline_ops.chaos.reconcile import AttemptLog, Copy
+from webhook_pipeline_ops.chaos.traffic import AttemptLog, Copy
 from webhook_pipeline_ops.commands import chaos as commands_chaos
 
 pytestmark = pytest.mark.unit

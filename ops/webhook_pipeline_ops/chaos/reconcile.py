@@ -1,10 +1,10 @@
-"""The chaos run's pure parts: the traffic shape, the fault schedule and the reconciliation.
+"""The chaos run's reconciliation: the sender's log against the stack's state, as named checks.
 
 Nothing here talks to a network or a process: :mod:`webhook_pipeline_ops.commands.chaos` sends
 the traffic, injects the faults and reads the stack's state, then calls :func:`reconcile` with
 
-- the sender's log: one :class:`Copy` per request sequence the sender made (an original or a
-  duplicate copy of a delivery, with every attempt's answer),
+- the sender's log: one :class:`~webhook_pipeline_ops.chaos.traffic.Copy` per request sequence
+  the sender made (an original or a duplicate copy of a delivery, with every attempt's answer),
 - the deliveries table's items (plain Python values, as ``boto3``'s ``TypeDeserializer`` gives),
 - the dead-letter queue's entries (``source``, ``delivery_id``, ``reason``),
 
@@ -15,251 +15,12 @@ examples. :func:`Reconciliation.failed` says whether the proof failed.
 
 from __future__ import annotations
 
-import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: Every fault kind, in the order a schedule lists them.
-FAULT_KINDS: tuple[str, ...] = (
-    "redis-kill",
-    "redis-stop",
-    "redis-flush",
-    "redis-full",
-    "moto-stop",
-    "aws-throttle",
-    "processor-kill",
-    "processor-crash-before-write",
-    "processor-crash-after-write",
-    "hook-failing",
-    "poison",
-    "replay",
-)
-#: What each fault does (the table in ``docs/reliability.md`` says which mechanism absorbs it).
-FAULT_DESCRIPTIONS: dict[str, str] = {
-    "redis-kill": "SIGKILL the Redis server, restart it empty on the same port",
-    "redis-stop": "SIGSTOP the Redis server for longer than the gate timeout, then SIGCONT",
-    "redis-flush": "FLUSHALL: every claim gone",
-    "redis-full": "maxmemory below the data set with noeviction: writes refused, then restored",
-    "moto-stop": "SIGSTOP the AWS endpoint (moto server: SQS and DynamoDB) 10-15 s, then SIGCONT",
-    "aws-throttle": "the AWS endpoint answers a share of TransactWriteItems with "
-    "ProvisionedThroughputExceeded / ThrottlingException / TransactionConflict and of "
-    "SendMessage with RequestThrottled, for a while",
-    "processor-kill": "SIGKILL a processor worker process in the middle of its batches",
-    "processor-crash-before-write": "a processor worker exits in its next TransactWriteItems "
-    "call, before the request is sent",
-    "processor-crash-after-write": "a processor worker exits once its handler returned (every "
-    "write of the batch made), before the batch response reaches the poller",
-    "hook-failing": "the hook (the ledger) raises on every call for a while, then recovers",
-    "poison": "messages that are no envelope sent to the main queue: they must reach the DLQ",
-    "replay": "replay of the DLQ while traffic flows",
-}
-#: Fault kinds this tool cannot inject, with the reason, listed in every report (none today:
-#: the kinds that need a way into the stack's processes use its fault switches,
-#: ``webhook_pipeline_ops.local.faults``).
-NOT_INJECTED: dict[str, str] = {}
-#: How long each held fault lasts, seconds (min, max); the others are instantaneous.
-HOLDS: dict[str, tuple[float, float]] = {
-    "redis-stop": (2.0, 3.0),
-    "redis-full": (3.0, 5.0),
-    "redis-kill": (1.0, 2.0),
-    "moto-stop": (10.0, 15.0),
-    "aws-throttle": (6.0, 10.0),
-    "hook-failing": (2.0, 4.0),
-}
-
-
-class NotInjected(Exception):
-    """The fault cannot be injected into this stack (the message says why)."""
-
-
-# ------------------------------------------------------------------------------------------------
-# the sender's log
-
-
-@dataclass
-class AttemptLog:
-    """One request of a copy: the answer's status (``None``: no answer), its time since the run
-    started (seconds), latency (ms) and, without an answer, why."""
-
-    status: int | None
-    at: float
-    ms: float
-    error: str | None = None
-
-
-@dataclass
-class Copy:
-    """One copy of a delivery as the sender sent it (an original, or a duplicate with the same
-    delivery id and body), with every attempt in order.
-
-    ``resource_key`` is the key the pipeline records (``None`` when the source has none) and
-    ``sequence`` the event's ordering value (Unix seconds).
-    """
-
-    source: str
-    delivery_id: str
-    resource_key: str | None
-    sequence: int | None
-    duplicate: bool
-    attempts: list[AttemptLog] = field(default_factory=list)
-
-    @property
-    def final(self) -> int | None:
-        """The last attempt's status (``None``: no answer, or never sent)."""
-        return self.attempts[-1].status if self.attempts else None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Copy:
-        return cls(
-            source=data["source"],
-            delivery_id=data["delivery_id"],
-            resource_key=data.get("resource_key"),
-            sequence=data.get("sequence"),
-            duplicate=bool(data.get("duplicate")),
-            attempts=[AttemptLog(**a) for a in data.get("attempts", [])],
-        )
-
-
-def _is_2xx(status: int | None) -> bool:
-    return status is not None and 200 <= status < 300
-
-
-def _is_4xx(status: int | None) -> bool:
-    return status is not None and 400 <= status < 500
-
-
-# ------------------------------------------------------------------------------------------------
-# traffic shape
-
-
-def interleave(streams: Sequence[Sequence[Any]], rng: random.Random) -> list[Any]:
-    """Merge ``streams`` at random, keeping each stream's own order (sources interleaved, each
-    resource's send order intact)."""
-    positions = [0] * len(streams)
-    pool = [i for i, s in enumerate(streams) for _ in s]
-    rng.shuffle(pool)
-    merged = []
-    for i in pool:
-        merged.append(streams[i][positions[i]])
-        positions[i] += 1
-    return merged
-
-
-def with_duplicates(
-    items: Sequence[Any], fraction: float, immediate: float, rng: random.Random
-) -> list[tuple[Any, bool]]:
-    """``items`` with duplicate copies added: ``(item, is_duplicate)`` in send order.
-
-    ``fraction`` of the items (0..1) get one duplicate copy; of those, ``immediate`` (0..1) are
-    sent right behind their original (they race it at the gate), the others at a random later
-    point of the run (seconds to minutes later).
-    """
-    n = len(items)
-    keyed: list[tuple[float, int, Any, bool]] = [
-        (float(i), 0, x, False) for i, x in enumerate(items)
-    ]
-    chosen = rng.sample(range(n), round(n * max(0.0, min(1.0, fraction)))) if n else []
-    for i in chosen:
-        key = i + 0.5 if rng.random() < immediate else rng.uniform(i + 1, n)
-        keyed.append((key, 1, items[i], True))
-    keyed.sort(key=lambda k: (k[0], k[1]))
-    return [(x, dup) for _, _, x, dup in keyed]
-
-
-def send_offsets(
-    n: int, rate: float, bursts: int, burst_size: int, rng: random.Random
-) -> list[float]:
-    """When each of ``n`` sends is due, seconds from the start: paced at ``rate`` per second,
-    except ``bursts`` runs of ``burst_size`` consecutive sends that are all due at once."""
-    offsets = [i / rate if rate > 0 else 0.0 for i in range(n)]
-    if n and bursts and burst_size:
-        for _ in range(bursts):
-            start = rng.randrange(0, max(1, n - burst_size))
-            for j in range(start, min(n, start + burst_size)):
-                offsets[j] = offsets[start]
-    return offsets
-
-
-def progress_step(total: int) -> int:
-    """Print the traffic's progress every this many answered copies (every 5 %, at least 50)."""
-    return max(50, total // 20)
-
-
-def traffic_progress(
-    done: int, total: int, elapsed: float, expected: float, finals: Mapping[str, int]
-) -> str:
-    """One progress line: copies answered of ``total``, the answers so far by class (``2xx``,
-    ``4xx``, ``5xx``, ``no answer``), elapsed seconds and what is left of ``expected`` (the
-    paced schedule's length in seconds; retries and a slow stack add to it)."""
-    answers = ", ".join(f"{k} {v}" for k, v in sorted(finals.items()))
-    left = max(0.0, expected - elapsed)
-    return (
-        f"[{elapsed:7.1f} s] traffic: {done}/{total} copies answered ({100 * done / total:.0f} %)"
-        f"; {answers or 'no answer yet'}; about {left:.0f} s of the schedule left"
-    )
-
-
-def answer_class(status: int | None) -> str:
-    """``2xx``, ``4xx``, ``5xx`` or ``no answer``."""
-    return "no answer" if status is None else f"{status // 100}xx"
-
-
-# ------------------------------------------------------------------------------------------------
-# fault schedule
-
-
-@dataclass
-class ScheduledFault:
-    """A fault due when ``at_progress`` (0..1) of the traffic was answered, held ``hold`` s."""
-
-    kind: str
-    at_progress: float
-    hold: float
-
-
-def schedule_faults(kinds: Sequence[str], seed: int) -> list[ScheduledFault]:
-    """Each kind once, at a seeded point of the traffic, in progress order.
-
-    Redis, AWS and processor faults fall between 10 % and 75 % of the traffic, one in each of
-    as many equal slices of that span (in a seeded order, each at a seeded point of its slice
-    that leaves a gap of at least 2 % to the next slice: their effects stay apart); poison
-    messages early (10-30 %) and the DLQ replay late (80-90 %) so that the poison is in the DLQ
-    by then. Holds are :data:`HOLDS` (``redis-stop`` 2-3 s: the gate timeout is 200 ms;
-    ``moto-stop`` 10-15 s; ``hook-failing`` 2-4 s, shorter than the visibility timeout times
-    the receive count, so a delivery retried through it is not dead-lettered).
-
-    Raises
-    ------
-    ValueError
-        An unknown kind.
-    """
-    unknown = [k for k in kinds if k not in FAULT_KINDS]
-    if unknown:
-        raise ValueError(f"unknown fault kind(s) {unknown}; known: {list(FAULT_KINDS)}")
-    rng = random.Random(seed)  # noqa: S311 - a reproducible schedule, not security
-    middle = [k for k in FAULT_KINDS if k in kinds and k not in ("poison", "replay")]
-    rng.shuffle(middle)
-    width = 0.65 / len(middle) if middle else 0.0
-    gap = min(0.02, width / 2)
-    faults = [
-        ScheduledFault(
-            k,
-            round(0.10 + i * width + rng.uniform(0.0, width - gap), 3),
-            round(rng.uniform(*HOLDS.get(k, (0.0, 0.0))), 1),
-        )
-        for i, k in enumerate(middle)
-    ]
-    if "poison" in kinds:
-        faults.append(ScheduledFault("poison", round(rng.uniform(0.10, 0.30), 3), 0.0))
-    if "replay" in kinds:
-        faults.append(ScheduledFault("replay", round(rng.uniform(0.80, 0.90), 3), 0.0))
-    return sorted(faults, key=lambda f: f.at_progress)
-
+from webhook_pipeline_ops.chaos.traffic import Copy, is_2xx, is_4xx
 
 # ------------------------------------------------------------------------------------------------
 # reconciliation
@@ -411,13 +172,13 @@ def reconcile(
         statuses = [a.status for c in group for a in c.attempts]
         rec.gate_duplicates += sum(1 for s in statuses if s == 200)
         rec.past_gate_copies += max(0, sum(1 for s in statuses if s == 202) - 1)
-        if any(_is_2xx(s) for s in statuses):
+        if any(is_2xx(s) for s in statuses):
             rec.acknowledged += 1
             accepted.add(key)
             if key not in records and key not in dlq_reasons:
                 rec.lost += 1
                 note("lost", key)
-        elif any(_is_4xx(c.final) for c in group):
+        elif any(is_4xx(c.final) for c in group):
             rec.rejected_4xx += 1
             if key in records:
                 rec.recorded_after_4xx += 1
@@ -509,59 +270,3 @@ def reconcile(
             note("watermark_mismatch", (res[0], f"{res[1]} (watermark {got}, expected {want})"))
     rec.examples = dict(examples)
     return rec
-
-
-# ------------------------------------------------------------------------------------------------
-# the report
-
-
-def render(report: Mapping[str, Any]) -> str:
-    """The figures table of a chaos report (what ``bench/results/chaos.json`` holds)."""
-    r = report["reconciliation"]
-    s = report["sender"]
-    rows: list[tuple[str, Any]] = [
-        ("deliveries (distinct ids)", r["deliveries"]),
-        ("copies sent (duplicates included)", s["copies"]),
-        ("duplicate copies", s["duplicate_copies"]),
-        ("requests (retries included)", s["requests"]),
-        ("sender retries", s["retries"]),
-        (
-            "final 2xx / 4xx / 5xx / no answer",
-            f"{s['final_2xx']} / {s['final_4xx']} / {s['final_5xx']} / {s['final_no_answer']}",
-        ),
-        ("acknowledged deliveries (a 2xx)", r["acknowledged"]),
-        ("unacknowledged (5xx/no answer only)", r["unacknowledged"]),
-        ("duplicates stopped at the gate (200)", r["gate_duplicates"]),
-        ("duplicate copies past the gate (extra 202)", r["past_gate_copies"]),
-        (
-            "recorded (applied / stale)",
-            f"{r['recorded']} ({r['recorded_applied']} / {r['recorded_stale']})",
-        ),
-        ("DLQ entries (injected poison)", f"{r['dlq_entries']} ({r['dlq_foreign']})"),
-        ("DLQ replayed", report.get("replayed", 0)),
-        ("time to settle (s)", report.get("settle_seconds")),
-        ("traffic (s)", s.get("elapsed_seconds")),
-        ("LOST", r["lost"]),
-        ("DOUBLE-APPLIED", r["double_applied"]),
-        ("applied without a hook run (ledger)", r["applied_without_ledger"]),
-        ("OUT-OF-ORDER APPLIED", r["out_of_order_applied"]),
-        ("watermark mismatches", f"{r['watermark_mismatches']} of {r['resources_checked']}"),
-        ("recorded after a 4xx", r["recorded_after_4xx"]),
-        ("hooks still pending after settle", r["hooks_pending"]),
-        ("hooks parked in the DLQ (a replay runs them)", r.get("hooks_parked_in_dlq", 0)),
-    ]
-    width = max(len(k) for k, _ in rows)
-    lines = [f"{k:<{width}}  {v}" for k, v in rows]
-    lines.append("")
-    lines.append("faults:")
-    kinds = [f["kind"] for f in report.get("faults", [])] + list(report.get("not_injected", {}))
-    kind_width = max((len(k) for k in kinds), default=15)
-    for f in report.get("faults", []):
-        state = "injected" if f.get("injected") else "NOT injected"
-        lines.append(
-            f"  {f['at']:>8.1f} s  {f['kind']:<{kind_width}} {state:<13} "
-            f"{f.get('detail', '')}".rstrip()
-        )
-    for kind, why in report.get("not_injected", {}).items():
-        lines.append(f"  {'-':>8}    {kind:<{kind_width}} NOT injected  {why}")
-    return "\n".join(lines)

@@ -49,21 +49,25 @@ from pathlib import Path
 from typing import Any
 
 from webhook_pipeline_ops.chaos import faults as chaos_switches
-from webhook_pipeline_ops.chaos.reconcile import (
+from webhook_pipeline_ops.chaos.faults import (
     FAULT_DESCRIPTIONS,
     FAULT_KINDS,
     NOT_INJECTED,
-    AttemptLog,
-    Copy,
     NotInjected,
     ScheduledFault,
+    parse_kinds,
+    schedule_faults,
+)
+from webhook_pipeline_ops.chaos.reconcile import reconcile
+from webhook_pipeline_ops.chaos.report import render
+from webhook_pipeline_ops.chaos.traffic import (
+    AttemptLog,
+    Copy,
     answer_class,
     interleave,
     progress_step,
-    reconcile,
-    render,
-    schedule_faults,
     send_offsets,
+    sender_summary,
     traffic_progress,
     with_duplicates,
 )
@@ -764,49 +768,6 @@ class Run:
         return {"mode": mode, "deleted": None}
 
 
-def sender_summary(copies: list[Copy], elapsed: float) -> dict[str, Any]:
-    finals = Counter[str]()
-    for c in copies:
-        s = c.final
-        finals[
-            "final_2xx"
-            if s and 200 <= s < 300
-            else "final_4xx"
-            if s and 400 <= s < 500
-            else "final_5xx"
-            if s and s >= 500
-            else "final_no_answer"
-        ] += 1
-    latencies = sorted(a.ms for c in copies for a in c.attempts if a.status is not None)
-
-    def pct(p: float) -> float | None:
-        return (
-            latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))] if latencies else None
-        )
-
-    return {
-        "copies": len(copies),
-        "duplicate_copies": sum(1 for c in copies if c.duplicate),
-        "requests": sum(len(c.attempts) for c in copies),
-        "retries": sum(max(0, len(c.attempts) - 1) for c in copies),
-        **{k: finals[k] for k in ("final_2xx", "final_4xx", "final_5xx", "final_no_answer")},
-        "statuses": dict(Counter(str(a.status) for c in copies for a in c.attempts)),
-        "no_answer_reasons": dict(Counter(a.error for c in copies for a in c.attempts if a.error)),
-        "ack_p50_ms": pct(50),
-        "ack_p99_ms": pct(99),
-        "elapsed_seconds": round(elapsed, 1),
-        "throughput_per_second": round(len(copies) / elapsed, 1) if elapsed else None,
-    }
-
-
-def _kinds(text: str) -> list[str]:
-    if text.strip() == "all":
-        return list(FAULT_KINDS)
-    if text.strip() in ("", "none"):
-        return []
-    return [k.strip() for k in text.split(",") if k.strip()]
-
-
 def run(args: argparse.Namespace) -> int:
     from webhook_pipeline_ops.samples import example_sources
 
@@ -814,7 +775,7 @@ def run(args: argparse.Namespace) -> int:
     args.sources = names or list(DEFAULT_SOURCES)
     known = example_sources()
     unknown = [n for n in args.sources if n not in known]
-    kinds = _kinds(args.faults)
+    kinds = parse_kinds(args.faults)
     try:
         schedule = schedule_faults(kinds, args.seed)
     except ValueError as exc:
