@@ -11,6 +11,10 @@ the traffic, injects the faults and reads the stack's state, then calls :func:`r
 and gets a :class:`Reconciliation`: lost, recorded after a 4xx, double-applied (from the hook
 ledger when the table holds one), out-of-order applied and watermark mismatches, each with
 examples. :func:`Reconciliation.failed` says whether the proof failed.
+
+Each finding is one named check below (a function whose docstring says what it proves); the
+per-delivery checks (:func:`is_lost`, :func:`is_recorded_after_4xx`) are predicates over one
+delivery, the others read the whole :class:`Evidence` and return the offending keys.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from typing import Any
 
 from webhook_pipeline_ops.chaos.traffic import Copy, is_2xx, is_4xx
 
-# ------------------------------------------------------------------------------------------------
-# reconciliation
+#: (source, delivery id) of a delivery, or (source, resource key) of a resource.
+Key = tuple[str, str]
+#: The most examples a finding lists.
+MAX_EXAMPLES = 10
 
 
 @dataclass
@@ -79,8 +85,37 @@ class Reconciliation:
                 data[name] = "not measured"
         return data
 
+    def note(self, kind: str, key: Key) -> None:
+        """Add ``source/key`` to the examples of ``kind`` (the first :data:`MAX_EXAMPLES`)."""
+        listed = self.examples.setdefault(kind, [])
+        if len(listed) < MAX_EXAMPLES:
+            listed.append(f"{key[0]}/{key[1]}")
 
-Key = tuple[str, str]
+
+# ------------------------------------------------------------------------------------------------
+# the evidence
+
+
+@dataclass
+class Evidence:
+    """The sender's log, the table and the DLQ, indexed for the checks.
+
+    ``by_delivery``: the copies of each delivery, in send order; ``records``: its ``DELIVERY#``
+    item; ``resources``: each resource's ``RESOURCE#`` item; ``ledger``: hook ledger items per
+    delivery; ``dlq_reasons``: the reason of each DLQ entry that has one; ``accepted``: the
+    deliveries some copy of which got a 2xx.
+    """
+
+    by_delivery: dict[Key, list[Copy]] = field(default_factory=lambda: defaultdict(list))
+    records: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
+    resources: dict[Key, Mapping[str, Any]] = field(default_factory=dict)
+    ledger: Counter[Key] = field(default_factory=Counter)
+    dlq_reasons: dict[Key, str] = field(default_factory=dict)
+    accepted: set[Key] = field(default_factory=set)
+
+    def applied(self, key: Key) -> bool:
+        """Whether ``key``'s record says its event was applied."""
+        return self.records[key].get("outcome") == "applied"
 
 
 def ledger_key(item: Mapping[str, Any]) -> Key | None:
@@ -110,163 +145,240 @@ def _number(value: Any) -> int | None:
         return None
 
 
+def gather(
+    copies: Iterable[Copy],
+    items: Iterable[Mapping[str, Any]],
+    dlq: Iterable[Mapping[str, Any]],
+    rec: Reconciliation,
+) -> Evidence:
+    """Index the inputs; count copies, deliveries, ledger items, DLQ entries and the DLQ entries
+    of no delivery sent (``dlq_foreign``) into ``rec``."""
+    ev = Evidence()
+    for c in copies:
+        ev.by_delivery[(c.source, c.delivery_id)].append(c)
+        rec.copies += 1
+    rec.deliveries = len(ev.by_delivery)
+    for item in items:
+        pk = str(item.get("pk", ""))
+        if pk.startswith("DELIVERY#"):
+            ev.records[(str(item.get("source")), str(item.get("delivery_id")))] = item
+        elif pk.startswith("RESOURCE#"):
+            ev.resources[(str(item.get("source")), str(item.get("resource_key")))] = item
+        elif (key := ledger_key(item)) is not None:
+            ev.ledger[key] += 1
+            rec.ledger_items += 1
+    for entry in dlq:
+        rec.dlq_entries += 1
+        key = (str(entry.get("source") or ""), str(entry.get("delivery_id") or ""))
+        if key not in ev.by_delivery:
+            rec.dlq_foreign += 1
+        if entry.get("reason"):
+            ev.dlq_reasons[key] = str(entry["reason"])
+    return ev
+
+
+# ------------------------------------------------------------------------------------------------
+# the checks of one delivery
+
+
+def acknowledged(group: list[Copy]) -> bool:
+    """Some attempt of some copy got a 2xx: the pipeline took the delivery on."""
+    return any(is_2xx(a.status) for c in group for a in c.attempts)
+
+
+def rejected(group: list[Copy]) -> bool:
+    """No 2xx, and some copy's final answer was a 4xx: the pipeline refused it for good."""
+    return not acknowledged(group) and any(is_4xx(c.final) for c in group)
+
+
+def is_lost(ev: Evidence, key: Key) -> bool:
+    """Proves no acknowledged delivery vanished: a delivery some copy of which got a 2xx is
+    recorded (a ``DELIVERY#`` item) or in the DLQ with a reason; one that is neither is lost."""
+    return acknowledged(ev.by_delivery[key]) and key not in ev.records and key not in ev.dlq_reasons
+
+
+def is_recorded_after_4xx(ev: Evidence, key: Key) -> bool:
+    """Proves a rejection is final: a delivery every copy of which was refused (a 4xx, no 2xx)
+    must not be recorded."""
+    return rejected(ev.by_delivery[key]) and key in ev.records
+
+
+def tally_deliveries(ev: Evidence, rec: Reconciliation) -> None:
+    """Run the per-delivery checks over every delivery, in send order; count acknowledged,
+    rejected and unacknowledged deliveries (5xx or no answer only: the sender still owes a
+    retry, so recorded or not both hold), the duplicates the gate stopped (200) and the extra
+    copies it let past (202 beyond the first)."""
+    for key, group in ev.by_delivery.items():
+        statuses = [a.status for c in group for a in c.attempts]
+        rec.gate_duplicates += sum(1 for s in statuses if s == 200)
+        rec.past_gate_copies += max(0, sum(1 for s in statuses if s == 202) - 1)
+        if acknowledged(group):
+            rec.acknowledged += 1
+            ev.accepted.add(key)
+        elif rejected(group):
+            rec.rejected_4xx += 1
+        else:
+            rec.unacknowledged += 1
+            rec.note("unacknowledged", key)
+        if is_lost(ev, key):
+            rec.lost += 1
+            rec.note("lost", key)
+        if is_recorded_after_4xx(ev, key):
+            rec.recorded_after_4xx += 1
+            rec.note("recorded_after_4xx", key)
+
+
+def count_records(ev: Evidence, rec: Reconciliation) -> None:
+    """Count the sent deliveries in the DLQ (with a reason) and recorded (applied / stale)."""
+    sent = [k for k in ev.records if k in ev.by_delivery]
+    rec.in_dlq = sum(1 for k in ev.dlq_reasons if k in ev.by_delivery)
+    rec.recorded = len(sent)
+    rec.recorded_applied = sum(1 for k in sent if ev.records[k].get("outcome") == "applied")
+    rec.recorded_stale = sum(1 for k in sent if ev.records[k].get("outcome") == "stale")
+
+
+# ------------------------------------------------------------------------------------------------
+# the checks of the hook
+
+
+def hooks_parked(ev: Evidence) -> set[Key]:
+    """Proves a failing hook is owed, not skipped: an applied record whose hook is still
+    ``pending`` and a copy of which is in the DLQ with a reason is parked (any copy a replay
+    brings back runs the hook: the processor runs an applied record's pending hook when a copy
+    arrives). ``dlq peek`` gives every entry a reason, "retries exhausted" at the least."""
+    return {
+        k
+        for k, r in ev.records.items()
+        if r.get("outcome") == "applied"
+        and r.get("hook_state") == "pending"
+        and k in ev.dlq_reasons
+    }
+
+
+def hooks_pending(ev: Evidence, parked: set[Key]) -> int:
+    """Records whose hook is still ``pending`` after the settle and not parked in the DLQ (a
+    figure, not a failure: the hook may still be retried)."""
+    return sum(
+        1 for k, r in ev.records.items() if r.get("hook_state") == "pending" and k not in parked
+    )
+
+
+def double_applied(ev: Evidence) -> list[Key]:
+    """Proves "at most once" for the hook: deliveries with more than one hook ledger item."""
+    return [k for k, n in ev.ledger.items() if n > 1]
+
+
+def applied_without_ledger(ev: Evidence, parked: set[Key]) -> list[Key]:
+    """Proves "at least once" for the hook: applied records with no ledger item that are not
+    parked in the DLQ (a hook skipped with nothing left to run it)."""
+    return [k for k in ev.records if ev.applied(k) and not ev.ledger[k] and k not in parked]
+
+
+def check_hooks(ev: Evidence, rec: Reconciliation) -> None:
+    """Parked and pending hooks; double-applied and applied without a ledger only when the
+    table holds ledger items (else both stay ``None``, "not measured")."""
+    parked = hooks_parked(ev)
+    rec.hooks_parked_in_dlq = len(parked)
+    for k in sorted(parked):
+        rec.note("hooks_parked_in_dlq", k)
+    rec.hooks_pending = hooks_pending(ev, parked)
+    if not rec.ledger_items:
+        return
+    doubles = double_applied(ev)
+    rec.double_applied = len(doubles)
+    for k in doubles:
+        rec.note("double_applied", k)
+    missing = applied_without_ledger(ev, parked)
+    rec.applied_without_ledger = len(missing)
+    for k in missing:
+        rec.note("applied_without_ledger", k)
+
+
+# ------------------------------------------------------------------------------------------------
+# the checks of each resource
+
+
+def _below_earlier(applied: list[tuple[str, int, Key]]) -> list[Key]:
+    """Of one resource's applies ``(recorded_at, sequence, key)``, those whose sequence is below
+    one applied strictly earlier (applies of the same instant are not ordered among themselves)."""
+    applied = sorted(applied)
+    found: list[Key] = []
+    earlier: int | None = None  # highest sequence applied strictly before this time
+    i = 0
+    while i < len(applied):
+        same = [g for g in applied[i:] if g[0] == applied[i][0]]
+        found += [key for _, seq, key in same if earlier is not None and seq < earlier]
+        top = max(seq for _, seq, _ in same)
+        earlier = top if earlier is None else max(earlier, top)
+        i += len(same)
+    return found
+
+
+def out_of_order_applied(ev: Evidence) -> list[Key]:
+    """Proves ordering: per resource, the applied records taken in ``recorded_at`` order whose
+    sequence is below one applied strictly earlier (an older event applied over a newer one)."""
+    per_resource: dict[Key, list[tuple[str, int, Key]]] = defaultdict(list)
+    for key, r in ev.records.items():
+        seq = _number(r.get("sequence"))
+        if r.get("outcome") == "applied" and r.get("resource_key") is not None and seq is not None:
+            resource = (key[0], str(r["resource_key"]))
+            per_resource[resource].append((str(r.get("recorded_at", "")), seq, key))
+    return [key for applies in per_resource.values() for key in _below_earlier(applies)]
+
+
+def expected_watermarks(ev: Evidence) -> dict[Key, int]:
+    """Per resource, the highest sequence among its deliveries that count: recorded, or
+    acknowledged and not in the DLQ. The recorded sequence is in the pipeline's own unit (some
+    providers' timestamps are read in microseconds); the sender's only for what was never
+    recorded."""
+    expected: dict[Key, int] = {}
+    for key, group in ev.by_delivery.items():
+        first = group[0]
+        if first.resource_key is None or first.sequence is None:
+            continue
+        if key in ev.records or (key in ev.accepted and key not in ev.dlq_reasons):
+            seq = _number(ev.records[key].get("sequence")) if key in ev.records else None
+            seq = first.sequence if seq is None else seq
+            res = (first.source, first.resource_key)
+            expected[res] = max(expected.get(res, seq), seq)
+    return expected
+
+
+def watermark_mismatches(ev: Evidence) -> list[tuple[Key, int | None, int]]:
+    """Proves the final state: each resource's ``watermark`` is the highest sequence it
+    accepted (:func:`expected_watermarks`); ``(resource, watermark, expected)`` for the others,
+    in the order the resources were first sent."""
+    found: list[tuple[Key, int | None, int]] = []
+    for res, want in expected_watermarks(ev).items():
+        got = _number((ev.resources.get(res) or {}).get("watermark"))
+        if got != want:
+            found.append((res, got, want))
+    return found
+
+
+def check_resources(ev: Evidence, rec: Reconciliation) -> None:
+    """Out-of-order applies and watermark mismatches, with the resources checked."""
+    for key in out_of_order_applied(ev):
+        rec.out_of_order_applied += 1
+        rec.note("out_of_order_applied", key)
+    rec.resources_checked = len(expected_watermarks(ev))
+    for res, got, want in watermark_mismatches(ev):
+        rec.watermark_mismatches += 1
+        rec.note("watermark_mismatch", (res[0], f"{res[1]} (watermark {got}, expected {want})"))
+
+
 def reconcile(
     copies: Iterable[Copy],
     items: Iterable[Mapping[str, Any]],
     dlq: Iterable[Mapping[str, Any]],
 ) -> Reconciliation:
-    """Reconcile the sender's log with the deliveries table and the DLQ.
-
-    - lost: a delivery some copy of which got a 2xx, neither recorded (``DELIVERY#`` item) nor in
-      the DLQ with a reason;
-    - recorded after a 4xx: no copy got a 2xx, some got a 4xx, yet it is recorded;
-    - double-applied: deliveries with more than one hook ledger item, and applied without a
-      ledger: ``applied`` records with none (both ``None``, "not measured", when the table
-      holds no ledger item);
-    - out-of-order applied: per resource, ``applied`` records taken in ``recorded_at`` order
-      whose sequence is below one applied strictly earlier;
-    - watermark mismatches: a resource whose ``watermark`` is not the highest sequence among its
-      deliveries that are recorded, or acknowledged and not in the DLQ.
-
-    A delivery whose copies got only 5xx or no answer is "unacknowledged": its sender still owes
-    a retry, so it may or may not be recorded.
-    """
+    """Reconcile the sender's log with the deliveries table and the DLQ: every named check
+    above, in the report's order (lost and recorded after a 4xx per delivery; the hooks;
+    ordering and watermarks per resource)."""
     rec = Reconciliation()
-    by_delivery: dict[Key, list[Copy]] = defaultdict(list)
-    for c in copies:
-        by_delivery[(c.source, c.delivery_id)].append(c)
-        rec.copies += 1
-    rec.deliveries = len(by_delivery)
-
-    records: dict[Key, Mapping[str, Any]] = {}
-    resources: dict[tuple[str, str], Mapping[str, Any]] = {}
-    ledger: Counter[Key] = Counter()
-    for item in items:
-        pk = str(item.get("pk", ""))
-        if pk.startswith("DELIVERY#"):
-            records[(str(item.get("source")), str(item.get("delivery_id")))] = item
-        elif pk.startswith("RESOURCE#"):
-            resources[(str(item.get("source")), str(item.get("resource_key")))] = item
-        else:
-            key = ledger_key(item)
-            if key is not None:
-                ledger[key] += 1
-                rec.ledger_items += 1
-    dlq_reasons: dict[Key, str] = {}
-    for entry in dlq:
-        rec.dlq_entries += 1
-        key = (str(entry.get("source") or ""), str(entry.get("delivery_id") or ""))
-        if key not in by_delivery:
-            rec.dlq_foreign += 1
-        if entry.get("reason"):
-            dlq_reasons[key] = str(entry["reason"])
-
-    examples: dict[str, list[str]] = defaultdict(list)
-
-    def note(kind: str, key: Key | tuple[str, str]) -> None:
-        if len(examples[kind]) < 10:
-            examples[kind].append(f"{key[0]}/{key[1]}")
-
-    accepted: set[Key] = set()
-    for key, group in by_delivery.items():
-        statuses = [a.status for c in group for a in c.attempts]
-        rec.gate_duplicates += sum(1 for s in statuses if s == 200)
-        rec.past_gate_copies += max(0, sum(1 for s in statuses if s == 202) - 1)
-        if any(is_2xx(s) for s in statuses):
-            rec.acknowledged += 1
-            accepted.add(key)
-            if key not in records and key not in dlq_reasons:
-                rec.lost += 1
-                note("lost", key)
-        elif any(is_4xx(c.final) for c in group):
-            rec.rejected_4xx += 1
-            if key in records:
-                rec.recorded_after_4xx += 1
-                note("recorded_after_4xx", key)
-        else:
-            rec.unacknowledged += 1
-            note("unacknowledged", key)
-    rec.in_dlq = sum(1 for k in dlq_reasons if k in by_delivery)
-    rec.recorded = sum(1 for k in records if k in by_delivery)
-    rec.recorded_applied = sum(
-        1 for k, r in records.items() if k in by_delivery and r.get("outcome") == "applied"
-    )
-    rec.recorded_stale = sum(
-        1 for k, r in records.items() if k in by_delivery and r.get("outcome") == "stale"
-    )
-    # An applied delivery whose hook kept failing until a copy of it went to the DLQ is parked,
-    # not lost: the record says the hook is still owed, and any copy a replay brings back runs
-    # it (the processor runs an applied record's pending hook when a copy arrives). It is
-    # counted apart from "applied without a hook run", a hook skipped with nothing left to run
-    # it. (``dlq peek`` gives every entry a reason, "retries exhausted" at the least.)
-    parked = {
-        k
-        for k, r in records.items()
-        if r.get("outcome") == "applied" and r.get("hook_state") == "pending" and k in dlq_reasons
-    }
-    rec.hooks_parked_in_dlq = len(parked)
-    for k in sorted(parked):
-        note("hooks_parked_in_dlq", k)
-    rec.hooks_pending = sum(
-        1 for k, r in records.items() if r.get("hook_state") == "pending" and k not in parked
-    )
-
-    if rec.ledger_items:
-        doubles = [k for k, n in ledger.items() if n > 1]
-        rec.double_applied = len(doubles)
-        for k in doubles:
-            note("double_applied", k)
-        # The other half of "exactly once": an applied delivery whose hook never ran.
-        missing = [
-            k
-            for k, r in records.items()
-            if r.get("outcome") == "applied" and not ledger[k] and k not in parked
-        ]
-        rec.applied_without_ledger = len(missing)
-        for k in missing:
-            note("applied_without_ledger", k)
-
-    # Ordering: applied records per resource in the order they were recorded.
-    applied: dict[tuple[str, str], list[tuple[str, int, Key]]] = defaultdict(list)
-    for key, r in records.items():
-        seq = _number(r.get("sequence"))
-        if r.get("outcome") == "applied" and r.get("resource_key") is not None and seq is not None:
-            applied[(key[0], str(r["resource_key"]))].append(
-                (str(r.get("recorded_at", "")), seq, key)
-            )
-    for group_items in applied.values():
-        group_items.sort()
-        earlier: int | None = None  # highest sequence applied strictly before this time
-        i = 0
-        while i < len(group_items):
-            same = [g for g in group_items[i:] if g[0] == group_items[i][0]]
-            for _, seq, key in same:
-                if earlier is not None and seq < earlier:
-                    rec.out_of_order_applied += 1
-                    note("out_of_order_applied", key)
-            top = max(seq for _, seq, _ in same)
-            earlier = top if earlier is None else max(earlier, top)
-            i += len(same)
-
-    # Watermarks: the highest sequence among the deliveries that count for each resource.
-    expected: dict[tuple[str, str], int] = {}
-    for key, group in by_delivery.items():
-        first = group[0]
-        if first.resource_key is None or first.sequence is None:
-            continue
-        counts = key in records or (key in accepted and key not in dlq_reasons)
-        if counts:
-            # The recorded sequence is in the pipeline's own unit (some providers' timestamps
-            # are read in microseconds); the sender's only for what was never recorded.
-            seq = _number(records[key].get("sequence")) if key in records else None
-            seq = first.sequence if seq is None else seq
-            res = (first.source, first.resource_key)
-            expected[res] = max(expected.get(res, seq), seq)
-    for res, want in expected.items():
-        rec.resources_checked += 1
-        got = _number((resources.get(res) or {}).get("watermark"))
-        if got != want:
-            rec.watermark_mismatches += 1
-            note("watermark_mismatch", (res[0], f"{res[1]} (watermark {got}, expected {want})"))
-    rec.examples = dict(examples)
+    ev = gather(copies, items, dlq, rec)
+    tally_deliveries(ev, rec)
+    count_records(ev, rec)
+    check_hooks(ev, rec)
+    check_resources(ev, rec)
     return rec
