@@ -1,6 +1,6 @@
 """The chaos run's reconciliation: the sender's log against the stack's state, as named checks.
 
-Nothing here talks to a network or a process: :mod:`webhook_pipeline_ops.commands.chaos` sends
+Nothing here talks to a network or a process: :mod:`webhook_pipeline_ops.chaos.run` sends
 the traffic, injects the faults and reads the stack's state, then calls :func:`reconcile` with
 
 - the sender's log: one :class:`~webhook_pipeline_ops.chaos.traffic.Copy` per request sequence

@@ -1,9 +1,15 @@
-"""The chaos run's report: the figures table printed at the end of a run."""
+"""The chaos run's report: its sections, the figures table printed at the end of a run and the
+reasons a proof failed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+from webhook_pipeline_ops.chaos.faults import FAULT_DESCRIPTIONS, NOT_INJECTED
 
 
 def render(report: Mapping[str, Any]) -> str:
@@ -56,3 +62,74 @@ def render(report: Mapping[str, Any]) -> str:
     for kind, why in report.get("not_injected", {}).items():
         lines.append(f"  {'-':>8}    {kind:<{kind_width}} NOT injected  {why}")
     return "\n".join(lines)
+
+
+def stack_section(state: Path, ready: Mapping[str, Any], started_here: bool) -> dict[str, Any]:
+    """The report's ``stack``: where it ran, its queue settings and which PIDs it recorded."""
+    return {
+        "started_here": started_here,
+        "state_dir": str(state),
+        "visibility_timeout": ready.get("visibility_timeout"),
+        "max_receive_count": ready.get("max_receive_count"),
+        "moto_pid_recorded": bool(ready.get("moto_pid")),
+        "worker_pids_recorded": bool(ready.get("worker_pids")),
+    }
+
+
+def machine_section() -> dict[str, Any]:
+    """The report's ``machine``: CPUs, platform and Python version."""
+    return {"cpus": os.cpu_count(), "platform": sys.platform, "python": sys.version.split()[0]}
+
+
+def not_injected(kinds: Sequence[str], faults: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each kind asked for and not injected: its description and why (the fault's detail),
+    then :data:`~webhook_pipeline_ops.chaos.faults.NOT_INJECTED`."""
+    injected = {e["kind"] for e in faults if e["injected"]}
+    return {
+        **{
+            k: FAULT_DESCRIPTIONS[k] + " -- " + next(e["detail"] for e in faults if e["kind"] == k)
+            for k in kinds
+            if k not in injected
+        },
+        **NOT_INJECTED,
+    }
+
+
+def poison_lost(
+    poison: Iterable[tuple[str, str]],
+    items: Iterable[Mapping[str, Any]],
+    dlq: Iterable[Mapping[str, Any]],
+) -> list[str]:
+    """``source/delivery id`` of each poison message neither recorded nor in the DLQ."""
+    recorded = {
+        (str(i.get("source")), str(i.get("delivery_id")))
+        for i in items
+        if str(i.get("pk", "")).startswith("DELIVERY#")
+    }
+    in_dlq = {(d.get("source"), d.get("delivery_id")) for d in dlq}
+    return [f"{s}/{d}" for s, d in poison if (s, d) not in recorded | in_dlq]
+
+
+#: The findings that fail the proof, in the order the failure message names them.
+VERDICTS = (
+    "lost",
+    "double_applied",
+    "out_of_order_applied",
+    "watermark_mismatches",
+    "recorded_after_4xx",
+    "applied_without_ledger",
+)
+
+
+def failure_reasons(report: Mapping[str, Any], settle_timeout: float) -> list[str]:
+    """Why the proof failed (empty: it holds): each failing finding of the reconciliation, a
+    queue that did not settle within ``settle_timeout`` s, poison neither recorded nor in the
+    DLQ."""
+    rec = report["reconciliation"]
+    why = [k for k in VERDICTS if rec[k] not in (0, "not measured")]
+    if report["settle_seconds"] is None:
+        why.append(f"queue not settled within {settle_timeout:.0f} s: {report['queue_at_end']}")
+    lost = report["poison"]["not_recorded_nor_in_dlq"]
+    if lost:
+        why.append(f"poison not recorded nor in the DLQ: {lost}")
+    return why

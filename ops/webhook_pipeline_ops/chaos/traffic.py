@@ -3,7 +3,7 @@
 Pure parts only (no network, no process): the sender's log (:class:`Copy` per request sequence,
 :class:`AttemptLog` per request), the traffic's shape (sources interleaved, duplicate copies,
 paced sends with bursts), its progress lines and the sender's summary in the report.
-:mod:`webhook_pipeline_ops.chaos.sender` sends it.
+:class:`webhook_pipeline_ops.chaos.run.Run` sends it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+#: The sources a run sends from unless ``--source`` names others.
+DEFAULT_SOURCES = ("stripe", "github", "shopify", "slack", "standard-webhooks")
 
 # ------------------------------------------------------------------------------------------------
 # the sender's log
