@@ -38,7 +38,7 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.commands_audit",
     "webhook_pipeline_ops.sample_events",
     "webhook_pipeline_ops.commands.cost",
-    "webhook_pipeline_ops.commands_chaos",
+    "webhook_pipeline_ops.commands.chaos",
     "webhook_pipeline_ops.local.commands",
     "webhook_pipeline_ops.commands.console",
 )

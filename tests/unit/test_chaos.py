@@ -1,5 +1,5 @@
-"""The chaos run's reconciliation (``webhook_pipeline_ops.chaos``): each finding has a case that
-passes and a case that must fail, over a sender's log and table items built by hand."""
+"""The chaos run's reconciliation (``webhook_pipeline_ops.chaos``): each finding has a
+case that passes and a case that must fail, over a sender's log and table items built by hand."""
 
 from __future__ import annotations
 
@@ -8,17 +8,22 @@ import random
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops.chaos import (
-    FAULT_KINDS,
-    AttemptLog,
-    Copy,
-    interleave,
+from webhook_pipeline_ops.chaos.faults import FAULT_KINDS, schedule_faults
+from webhook_pipeline_ops.chaos.reconcile import (
+    Reconciliation,
+    acknowledged,
+    applied_without_ledger,
+    double_applied,
+    gather,
+    is_lost,
+    is_recorded_after_4xx,
     ledger_key,
+    out_of_order_applied,
     reconcile,
-    render,
-    schedule_faults,
-    with_duplicates,
+    watermark_mismatches,
 )
+from webhook_pipeline_ops.chaos.report import render
+from webhook_pipeline_ops.chaos.traffic import AttemptLog, Copy, interleave, with_duplicates
 
 
 def copy(
@@ -395,3 +400,66 @@ def test_a_hook_parked_in_the_dlq_is_owed_not_skipped() -> None:
     assert (not_owed.hooks_parked_in_dlq, not_owed.applied_without_ledger) == (0, 1)
     ran = reconcile(sent, [*done, ledger("stripe", "evt_2", 1)], reason)
     assert (ran.hooks_parked_in_dlq, ran.applied_without_ledger, ran.failed()) == (0, 0, False)
+
+
+# -- the figures of the gate and the table ------------------------------------------------------
+
+
+def test_copies_past_the_gate_are_the_202s_beyond_the_first_of_a_delivery() -> None:
+    """Three copies of evt_1 answered 202, 202 (after a 503) and 200; evt_2's one 202: two extra
+    copies got past the gate (evt_1's second and third 202), one was stopped there (the 200)."""
+    sent = [
+        copy("evt_1", 202),
+        copy("evt_1", 503, 202, duplicate=True),
+        copy("evt_1", 202, 200, duplicate=True),
+        copy("evt_2", 202, sequence=11),
+    ]
+    items = [record("evt_1"), record("evt_2", sequence=11), resource("cus_1", 11)]
+    rec = reconcile(sent, items, [])
+    assert (rec.past_gate_copies, rec.gate_duplicates) == (2, 1)
+    assert (rec.acknowledged, rec.lost, rec.failed()) == (2, 0, False)
+
+
+def test_recorded_counts_the_sent_deliveries_by_outcome_only() -> None:
+    """Two applied and one stale record of sent deliveries, and one record of a delivery this
+    run never sent (an earlier run's): recorded 3 (2 applied / 1 stale), the stranger ignored."""
+    sent = [copy("evt_1", 202), copy("evt_2", 202, sequence=12), copy("evt_3", 202, sequence=11)]
+    items = [
+        record("evt_1"),
+        record("evt_2", sequence=12, recorded_at="2026-12-01T11:00:00"),
+        record("evt_3", sequence=11, outcome="stale", recorded_at="2026-12-01T12:00:00"),
+        record("evt_old", sequence=5),
+        resource("cus_1", 12),
+    ]
+    rec = reconcile(sent, items, [])
+    assert (rec.recorded, rec.recorded_applied, rec.recorded_stale) == (3, 2, 1)
+    assert (rec.out_of_order_applied, rec.failed()) == (0, False)
+
+
+def test_each_named_check_alone_names_its_offenders() -> None:
+    """The checks read one :class:`Evidence` apart from :func:`reconcile`: evt_1 lost, evt_2
+    recorded after a 4xx, evt_3 applied twice (two ledger items), evt_4 applied with none, evt_5
+    (sequence 9) applied after evt_4 (sequence 12), cus_1's watermark 10 instead of 12."""
+    sent = [copy("evt_1", 202), copy("evt_2", 400), copy("evt_3", 202)]
+    sent += [copy("evt_4", 202, sequence=12), copy("evt_5", 202, sequence=9)]
+    items = [record("evt_2"), record("evt_3"), record("evt_4", sequence=12)]
+    items += [record("evt_5", sequence=9, recorded_at="2026-12-01T11:00:00")]
+    items += [ledger("stripe", "evt_3", 1), ledger("stripe", "evt_3", 2)]
+    items += [ledger("stripe", "evt_5", 1), ledger("stripe", "evt_2", 1), resource("cus_1", 10)]
+    ev = gather(sent, items, [], Reconciliation())
+    ev.accepted = {k for k, group in ev.by_delivery.items() if acknowledged(group)}
+    assert [k[1] for k in ev.by_delivery if is_lost(ev, k)] == ["evt_1"]
+    assert [k[1] for k in ev.by_delivery if is_recorded_after_4xx(ev, k)] == ["evt_2"]
+    assert [k[1] for k in double_applied(ev)] == ["evt_3"]
+    assert [k[1] for k in applied_without_ledger(ev, set())] == ["evt_4"]
+    assert [k[1] for k in out_of_order_applied(ev)] == ["evt_5"]
+    assert watermark_mismatches(ev) == [(("stripe", "cus_1"), 10, 12)]
+
+
+def test_an_equal_sequence_applied_later_is_in_order() -> None:
+    """Ties are applied in arrival order (docs/data-model.md, "Equal sequence values are
+    applied"): evt_2 with evt_1's sequence, applied a second later, is not out of order."""
+    sent = [copy("evt_1", 202, sequence=10), copy("evt_2", 202, sequence=10)]
+    items = [record("evt_1"), record("evt_2", recorded_at="2026-12-01T10:00:01.000000+00:00")]
+    rec = reconcile(sent, [*items, resource("cus_1", 10)], [])
+    assert (rec.out_of_order_applied, rec.failed()) == (0, False)

@@ -12,8 +12,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops import commands_chaos, simulator
-from webhook_pipeline_ops.chaos import AttemptLog, Copy
+from webhook_pipeline_ops import simulator
+from webhook_pipeline_ops.chaos.run import Run
+from webhook_pipeline_ops.chaos.traffic import AttemptLog, Copy
+from webhook_pipeline_ops.commands import chaos as commands_chaos
 
 pytestmark = pytest.mark.unit
 
@@ -22,7 +24,7 @@ def test_the_traffic_prints_its_length_and_a_progress_line_every_5_percent(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a run of 1,200 copies whose sends are answered 202, except every tenth (503)
-    run: Any = commands_chaos.Run.__new__(commands_chaos.Run)
+    run: Any = Run.__new__(Run)
     run.args = argparse.Namespace(rate=20_000.0, concurrency=8, burst_size=10, seed=1)
     run.t0, run.done, run.total = time.monotonic(), 0, 0
     run.lock, run.finals = threading.Lock(), Counter()
