@@ -108,6 +108,21 @@ def test_twilio_a_second_identity_inside_a_value_is_refused_both_ways(
     assert ingest.messages() == []
 
 
+def test_twilio_an_identity_in_a_value_that_cannot_be_cut_in_sorted_order_is_one_delivery(
+    ingest: IngestHarness,
+) -> None:
+    # Body (sorted before From) holds "MessageSid<SID>ZZMessageStatussent": read there, the gap
+    # "ZZ" would have to be a parameter named between MessageSid and MessageStatus, and "Z"
+    # sorts after both, so the signed string has one reading: the genuine callback is accepted
+    sid, other = "SM" + uuid.uuid4().hex, "SM" + uuid.uuid4().hex
+    plain = dict(parse_qsl(signed_delivery(SOURCES["twilio"], delivery_id=sid).body.decode()))
+    genuine = plain | {"Body": f"MessageSid{other}ZZMessageStatussentzz"}
+    d = signed_delivery(SOURCES["twilio"], delivery_id=sid, body=urlencode(genuine).encode())
+    code, _ = answer(ingest, http_api_event(d))
+    assert code == 202
+    assert [e["delivery_id"] for e in ingest.envelopes()] == [f"{sid}:{plain['MessageStatus']}"]
+
+
 # -- Adyen: the eight fields joined with ":" (a colon only in merchantReference) -----------------
 
 
