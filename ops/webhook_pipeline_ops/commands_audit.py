@@ -248,10 +248,10 @@ def in_flight(aws: Aws) -> int | None:
 
 
 def local_logs() -> list[Path]:
-    """The local stack's log files: its state folder's ``logs/*`` (what a stack started in a
-    terminal keeps, :mod:`webhook_pipeline_ops.local.function_log`), else its ``*.log``
-    (``stack.log`` of a stack started in the background). Never both: the same lines would
-    count twice."""
+    """The local stack's log files: its state folder's ``logs/*`` (what a stack whose stdout
+    is a terminal, a pipe or a file elsewhere keeps,
+    :mod:`webhook_pipeline_ops.local.function_log`), else its ``*.log`` (``stack.log`` of a
+    stack started in the background). Never both: the same lines would count twice."""
     from webhook_pipeline_ops.local import state_dir
 
     folder = state_dir()

@@ -9,6 +9,7 @@ a new user on a busy machine saw (0 answers of 216; 500s after 30 s and more).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -151,6 +152,28 @@ def test_sigint_stops_a_stack_with_queued_requests_within_seconds(tmp_path: Path
     assert {a for a in answers if isinstance(a, int)} <= {503}, answers
 
 
+def test_a_sigint_taken_by_another_thread_of_the_stack_still_stops_it(tmp_path: Path) -> None:
+    """The kernel may hand a process's SIGINT to any of its threads (Ctrl-C on ``chaos`` while
+    traffic keeps the gateway's threads busy did): the stack still stops within seconds."""
+    options = ["--port", str(free_port()), "--moto-port", str(free_port())]
+    with running_local_stack(tmp_path, *options) as stack:
+        pid = stack.process.pid
+        others = [int(t.name) for t in Path(f"/proc/{pid}/task").iterdir() if int(t.name) != pid]
+        assert others, "the stack runs threads besides its main one"
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.tgkill(pid, others[0], signal.SIGINT) == 0, ctypes.get_errno()
+        started = time.monotonic()
+        try:
+            stack.process.wait(timeout=STOP_BOUND_SECONDS * 2)
+        except subprocess.TimeoutExpired:
+            stack.process.send_signal(signal.SIGINT)  # to the main thread: the old way out
+            stack.process.wait(timeout=60)
+        stopped = time.monotonic() - started
+    assert stopped < STOP_BOUND_SECONDS, f"stopped after {stopped:.1f} s"
+    assert stack.process.returncode == 0
+    assert "local stack stopped." in stack.log()
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -177,22 +200,58 @@ def test_sigint_stops_chaos_within_seconds_without_a_traceback(tmp_path: Path) -
         target=lambda: output.extend(line.decode(errors="replace") for line in chaos.stdout or [])
     )
     reader.start()
+    recorded: set[int] = set()
+
+    def survivors() -> list[int]:
+        return sorted(p for p in recorded | _with_state(state) if _running(p))
+
     try:
         wait_for(lambda: any("copies to" in line for line in output), 120, what="chaos sending")
         ready = json.loads((state / "ready").read_text())
+        # the processes of the stack chaos started: its `local run`, moto server and workers
+        recorded = {int(ready["pid"]), int(ready["moto_pid"])}
+        recorded |= {int(p) for pids in ready["worker_pids"].values() for p in pids}
+        assert len(recorded) > 2 and set(recorded) <= _with_state(state), ready
         log = state / "stack.log"
         wait_for(lambda: "POST /webhooks/" in log.read_text(errors="replace"), 60, what="sends")
         os.killpg(chaos.pid, signal.SIGINT)  # Ctrl-C: the group of the process started here
         started = time.monotonic()
         chaos.wait(timeout=60)
         stopped = time.monotonic() - started
+        text = "".join(output) + (state / "stack.log").read_text(errors="replace")
+        assert stopped < STOP_BOUND_SECONDS * 2, f"stopped after {stopped:.1f} s"
+        assert "Traceback" not in text, text[-4000:]
+        assert chaos.returncode == 130
+        # and nothing the stack started outlives chaos (found by the PIDs it recorded and by
+        # the state folder in their environment)
+        wait_for(lambda: not survivors(), 10, what="every process of the chaos stack to exit")
     finally:
         if chaos.poll() is None:
             chaos.kill()
             chaos.wait()
         reader.join(timeout=10)
-    text = "".join(output) + (state / "stack.log").read_text(errors="replace")
-    assert stopped < STOP_BOUND_SECONDS * 2, f"stopped after {stopped:.1f} s"
-    assert "Traceback" not in text, text[-4000:]
-    assert chaos.returncode == 130
-    wait_for(lambda: not _alive(int(ready["pid"])), 10, what="the chaos stack to exit")
+        for pid in survivors():  # none when the test holds; else leave no stack behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, exited and not yet reaped, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _with_state(state: Path) -> set[int]:
+    """The PIDs of the processes whose environment names ``state`` as the local stack's
+    folder (the stack and every process it starts inherit it)."""
+    marker = f"WEBHOOK_PIPELINE_LOCAL_DIR={state}".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.add(int(entry.name))
+    return found

@@ -137,3 +137,61 @@ def test_a_secret_set_locally_is_the_one_send_signs_with_and_the_old_one_is_refu
     bad = terminal.cli("local", "secret", "set", "clerk", "whsec_!!")
     assert bad.returncode == 1 and "not whsec_<base64>" in bad.stderr, bad.stderr
     assert (terminal.stack.state_dir / "secrets.json").read_text() == before
+
+
+def test_audit_local_reads_the_log_of_a_stack_whose_stdout_is_a_file_elsewhere(
+    tmp_path: Path,
+) -> None:
+    # `local run --port N > /tmp/x.log 2>&1 &`: stdout is a regular file, not the state folder's
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "AWS_ENDPOINT_URL")}
+    env["WEBHOOK_PIPELINE_LOCAL_DIR"] = str(state)
+    command = [sys.executable, "-m", "webhook_pipeline_ops.cli", "local", "run"]
+    command += ["--port", str(free_port()), "--moto-port", str(free_port())]
+    redirected = tmp_path / "x.log"
+    with redirected.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    try:
+        ready = wait_for(lambda: _ready(state), timeout=READY_TIMEOUT, what="the stack")
+        secrets = json.loads((state / "secrets.json").read_text())["sources"]
+        stack = LocalStack(
+            process=process,
+            state_dir=state,
+            ready=ready,
+            outputs=json.loads((state / "outputs.json").read_text()),
+            secrets={name: entry["secret"] for name, entry in secrets.items()},
+        )
+        # Given one delivery accepted and recorded
+        d = signed_delivery(example_sources()["github"], secret=stack.secrets["github"])
+        answer = requests.post(stack.url("github"), data=d.body, headers=d.headers, timeout=30)
+        assert answer.status_code == 202, answer.text
+        recorded(stack, "github", d.delivery_id)
+        # When `audit --local` runs on the same folder
+        done = TerminalStack(stack, env, []).cli("audit", "--local", "--settle", "0", "--json")
+        # Then it finds the delivery accepted and recorded
+        assert done.returncode == 0, done.stderr + done.stdout
+        report = json.loads(done.stdout)
+        assert report["sources"]["github"]["accepted"] == 1, report
+        assert report["sources"]["github"]["recorded"] == 1, report
+        # And the file stdout was redirected to still gets every line, once
+        kept = (state / "logs" / "functions.log").read_bytes()
+        accepted = [line for line in kept.splitlines() if d.delivery_id.encode() in line]
+        assert accepted
+        wait_for(
+            lambda: [
+                line for line in redirected.read_bytes().splitlines()
+                if d.delivery_id.encode() in line
+            ] == accepted,
+            timeout=10, what="the lines copied to the redirected stdout",
+        )  # fmt: skip
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    assert b"local stack stopped." in redirected.read_bytes()

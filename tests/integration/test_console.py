@@ -366,6 +366,26 @@ def test_a_claim_check_body_is_found_verified_capped_and_escaped(console: Consol
     assert 'id="no-body"' in page.text
 
 
+def test_a_body_with_an_escaped_lone_surrogate_is_shown_with_its_credential_redacted(
+    console: Console,
+) -> None:
+    # a JSON string may hold an escaped lone surrogate: valid JSON, not encodable as UTF-8
+    store = DynamoDBDeliveryStore(console.ddb, console.table)
+    at = datetime.now(UTC) - timedelta(minutes=5)
+    body = b'{"google_key":"gk-marker-value","lead_id":"L1","n":"x\\ud800"}'
+    store.record(record("L1", at, body=body, source="google-ads"))
+    console.s3.put_object(
+        Bucket=console.bucket, Key=claim_check_prefix("google-ads", "L1") + "t", Body=body
+    )
+    page = console.get("/delivery?source=google-ads&id=L1")
+    assert page.status_code == 200
+    assert "could not be read" not in page.text
+    assert "gk-marker-value" not in page.text
+    assert "[redacted]" in page.text
+    assert "&#34;L1&#34;" in page.text  # the JSON tree: the redacted body still parses
+    assert "\\ud800" in page.text  # the lone surrogate shown as its escape
+
+
 # ------------------------------------------------------------------------------------- pages
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -106,6 +108,55 @@ def test_twilio_a_second_identity_inside_a_value_is_refused_both_ways(
     assert answer(ingest, http_api_event(d)) == ambiguous
     assert answer(ingest, resend(d, urlencode(recut).encode(), dict(d.headers))) == ambiguous
     assert ingest.messages() == []
+
+
+def test_twilio_an_identity_in_a_value_that_cannot_be_cut_in_sorted_order_is_one_delivery(
+    ingest: IngestHarness,
+) -> None:
+    # Body (sorted before From) holds "MessageSid<SID>ZZMessageStatussent": read there, the gap
+    # "ZZ" would have to be a parameter named between MessageSid and MessageStatus, and "Z"
+    # sorts after both, so the signed string has one reading: the genuine callback is accepted
+    sid, other = "SM" + uuid.uuid4().hex, "SM" + uuid.uuid4().hex
+    plain = dict(parse_qsl(signed_delivery(SOURCES["twilio"], delivery_id=sid).body.decode()))
+    genuine = plain | {"Body": f"MessageSid{other}ZZMessageStatussentzz"}
+    d = signed_delivery(SOURCES["twilio"], delivery_id=sid, body=urlencode(genuine).encode())
+    code, _ = answer(ingest, http_api_event(d))
+    assert code == 202
+    assert [e["delivery_id"] for e in ingest.envelopes()] == [f"{sid}:{plain['MessageStatus']}"]
+
+
+def test_twilio_a_voice_callback_with_its_sequence_read_as_an_integer_is_accepted(
+    make_ingest: Callable[..., IngestHarness], tmp_path: Path
+) -> None:
+    # A voice status callback ordered by SequenceNumber (read as an integer): Timestamp follows
+    # it in sorted order, so only its digits may be the value ("3", never "3T...")
+    path = tmp_path / "sources.toml"
+    path.write_text(
+        '[sources.twilio-voice]\nprovider = "twilio"\nsecret = "twilio"\n'
+        'delivery_id = { body = ["CallSid", "CallStatus"] }\n'
+        'event_type = { body = "CallStatus" }\n'
+        'resource_key = { body = "CallSid" }\n'
+        'sequence = { body = "SequenceNumber", format = "int" }\n'
+    )
+    harness = make_ingest(SOURCES_FILE=str(path))
+    call = "CA" + uuid.uuid4().hex
+    callback = {
+        "AccountSid": "AC" + "3" * 32,
+        "ApiVersion": "2010-04-01",
+        "CallSid": call,
+        "CallStatus": "ringing",
+        "Called": "+14155550199",
+        "Caller": "+14155550100",
+        "Direction": "outbound-api",
+        "SequenceNumber": "3",
+        "Timestamp": "Tue, 01 Dec 2026 12:00:00 +0000",
+    }
+    source = example_sources(str(path))["twilio-voice"]
+    d = signed_delivery(source, body=urlencode(callback).encode())
+    code, body = answer(harness, http_api_event(d))
+    assert code == 202, body
+    (envelope,) = harness.envelopes()
+    assert (envelope["delivery_id"], envelope["sequence"]) == (f"{call}:ringing", 3)
 
 
 # -- Adyen: the eight fields joined with ":" (a colon only in merchantReference) -----------------

@@ -16,7 +16,7 @@ from webhook_pipeline.adapters.dynamodb_items import (
     time_index_key,
     time_index_shard,
 )
-from webhook_pipeline.bounds import MAX_DELIVERY_ID_BYTES, MAX_RESOURCE_KEY_BYTES
+from webhook_pipeline.bounds import MAX_DELIVERY_ID_BYTES, MAX_RESOURCE_KEY_BYTES, utf8_size
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError
 
@@ -76,3 +76,19 @@ def test_an_envelope_over_a_byte_bound_is_malformed_with_the_bound_named(
     # and one byte less is an envelope
     shorter = {k: v[:-1] if isinstance(v, str) else v for k, v in fields.items()}
     assert Envelope.from_json(envelope_json(**shorter)).source == "stripe"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a", 1),
+        ("\u00e9", 2),
+        ("\u20ac", 3),
+        ("\U0001f600", 4),
+        ("\ud800", 3),  # a lone surrogate: the 3 bytes of its surrogatepass encoding
+        ("x\udfffy\ud83d", 8),
+        (json.loads('"\\ud83d\\ude00"'), 4),  # a valid pair decodes to one 4-byte character
+    ],
+)
+def test_utf8_size_counts_every_character_in_its_encoded_bytes(text: str, expected: int) -> None:
+    assert utf8_size(text) == expected

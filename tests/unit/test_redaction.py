@@ -99,3 +99,35 @@ def test_dlq_peek_shows_the_body_and_the_envelope_with_the_credential_redacted()
     assert b"gk-marker-value" not in shown and b'"lead_id":"L1"' in shown
     # the message itself is untouched (a replay moves the exact bytes)
     assert b"gk-marker-value" in base64.b64decode(json.loads(message.body)["body_b64"])
+
+
+def test_a_body_with_an_escaped_lone_surrogate_is_shown_redacted_and_encodable() -> None:
+    from webhook_pipeline_ops.credentials import shown_body
+
+    raw = b'{"google_key":"K-marker","n":"x\\ud800","m":"\xc3\xa9"}'
+    shown = shown_body("google-ads", raw)
+    assert b"K-marker" not in shown
+    shown.decode("utf-8")  # valid UTF-8: a page or a terminal can show it
+    # the same document, the credential replaced (non-ASCII kept as it was received)
+    assert json.loads(shown) == {"google_key": REDACTED, "n": "x\ud800", "m": "\u00e9"}
+    assert "\u00e9".encode() in shown
+
+
+def test_dlq_peek_shows_a_body_with_an_escaped_lone_surrogate_redacted() -> None:
+    from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
+    from webhook_pipeline.replay.ports import DlqMessage
+    from webhook_pipeline_ops.commands_dlq import describe
+
+    raw = b'{"lead_id":"L1","google_key":"gk-marker-value","n":"x\\udfff"}'
+    envelope = Envelope(
+        source="google-ads",
+        delivery_id="L1",
+        received_at=utcnow(),
+        body_b64=base64.b64encode(raw).decode(),
+        body_size=len(raw),
+        body_sha256=sha256_hex(raw),
+    )
+    row = describe(DlqMessage("m-1", "rh", envelope.to_json(), 3, None, {}), show_body=True)
+    assert json.loads(row["payload"]) == {"lead_id": "L1", "google_key": REDACTED, "n": "x\udfff"}
+    shown = base64.b64decode(json.loads(row["body"])["body_b64"])
+    assert b"gk-marker-value" not in shown

@@ -85,8 +85,9 @@ def redact_document(document: Any, fields: Collection[str], batch_path: str | No
 
 def redact_body(raw: bytes, fields: Collection[str], batch_path: str | None = None) -> bytes:
     """``raw`` for display: a JSON or form body holding a credential of ``fields`` comes back
-    re-serialised with its value :data:`REDACTED`; any other body (none of the fields, not
-    UTF-8, neither JSON nor form) comes back as the same bytes.
+    re-serialised with its value :data:`REDACTED` (by :func:`shown_json`: always valid UTF-8);
+    any other body (none of the fields, not UTF-8, neither JSON nor form) comes back as the
+    same bytes.
 
     The result is for people and logs only: it is not the signed body and never verifies.
     """
@@ -99,7 +100,15 @@ def redact_body(raw: bytes, fields: Collection[str], batch_path: str | None = No
         return _redact_form(raw, fields)
     if not redact_document(document, fields, batch_path):
         return raw
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return shown_json(document).encode("utf-8")
+
+
+def shown_json(value: Any) -> str:
+    """``value`` (parsed JSON) serialised compactly for display, non-ASCII characters as they
+    are; a lone surrogate (valid JSON as an escape such as ``"\\ud800"``, but not encodable as
+    UTF-8) stays an escape, so the text always encodes as UTF-8."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _redact_form(raw: bytes, fields: Collection[str]) -> bytes:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup, escape
+from webhook_pipeline.redaction import shown_json
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -113,7 +114,7 @@ def json_tree(value: Any) -> Markup:
                 f'<ul class="j-list">{rows}</ul></details>'
             )
         if isinstance(item, str):
-            return f'<span class="j-str">{escape(json.dumps(item, ensure_ascii=False))}</span>'
+            return f'<span class="j-str">{escape(shown_json(item))}</span>'
         if item is None or isinstance(item, bool):
             return f'<span class="j-lit">{escape(json.dumps(item))}</span>'
         return f'<span class="j-num">{escape(json.dumps(item))}</span>'

@@ -1,14 +1,16 @@
 """The functions' log lines of a foreground local stack, kept in a file for ``audit --local``.
 
 The functions log to stdout (Powertools' JSON lines, EMF metrics), and every worker inherits the
-stack's stdout. A stack started in the background (or by the tests and ``chaos``) has a regular
-file there already (``stack.log``), which ``audit --local`` reads. A stack started in a terminal
-(``make run``) wrote them only to the terminal, so ``audit --local`` found no log file.
+stack's stdout. A stack started in the background (or by the tests and ``chaos``) has the state
+folder's ``stack.log`` there already, which ``audit --local`` reads. A stack started in a
+terminal (``make run``), on a pipe, or with its stdout redirected to a file elsewhere
+(``local run > /tmp/x.log``) wrote them where ``audit --local`` does not look.
 
 :func:`keep_function_log` points the stack's stdout at ``logs/functions.log`` in the state
 folder (``O_APPEND``: the workers' whole-line writes never interleave) and copies what is
-appended to the terminal, so the terminal shows what it showed before. The file holds this run
-only: it is emptied at start, and removed when the stack's stdout is already a file, so that
+appended to what stdout was (the terminal, the pipe, the file), so that shows what it showed
+before. The file holds this run only: it is emptied at start, and removed when the stack's
+stdout is the state folder's ``stack.log`` itself (the lines are kept there once), so that
 ``audit --local`` never counts an earlier run's acceptances.
 """
 
@@ -20,6 +22,8 @@ import stat
 import sys
 import threading
 from pathlib import Path
+
+from webhook_pipeline_ops.local import LOG_FILE
 
 #: Where a foreground stack's stdout is kept, relative to the state folder.
 FUNCTION_LOG = Path("logs") / "functions.log"
@@ -83,6 +87,15 @@ def _write_all(fd: int, data: bytes) -> bool:
     return True
 
 
+def _is_file(out: os.stat_result, path: Path) -> bool:
+    """Whether ``out`` (an ``fstat``) is the regular file at ``path``."""
+    try:
+        there = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(out.st_mode) and (out.st_dev, out.st_ino) == (there.st_dev, there.st_ino)
+
+
 def keep_function_log(folder: Path) -> FollowedLog | None:
     """Keep the functions' log lines of the stack about to start in ``folder`` in
     ``folder/logs/functions.log`` (see the module docstring).
@@ -91,14 +104,14 @@ def keep_function_log(folder: Path) -> FollowedLog | None:
     -------
     FollowedLog | None
         The started copy (stop it when the stack has stopped), or ``None`` when stdout is
-        already a regular file (a stale ``functions.log`` is removed then).
+        already ``folder/stack.log`` (a stale ``functions.log`` is removed then) or closed.
     """
     path = folder / FUNCTION_LOG
     try:
-        to_file = stat.S_ISREG(os.fstat(1).st_mode)
+        out = os.fstat(1)
     except OSError:
         return None
-    if to_file:
+    if _is_file(out, folder / LOG_FILE):
         path.unlink(missing_ok=True)
         return None
     log = FollowedLog(path)

@@ -931,6 +931,11 @@ class _Clients:
 # commands
 
 
+#: How often the main thread of a foreground stack wakes to run a signal handler another
+#: thread received.
+SIGNAL_POLL_SECONDS = 0.5
+
+
 def run(options: Options) -> int:
     """Run the stack in the foreground until SIGINT/SIGTERM. Returns the exit code."""
     stop = threading.Event()
@@ -948,7 +953,11 @@ def run(options: Options) -> int:
             return 1
         (stack.dir / PID_FILE).write_text(f"{os.getpid()}\n")
         print(stack.banner(), flush=True)
-        stop.wait()
+        # A timed wait: the kernel may hand SIGINT/SIGTERM to any thread (a busy gateway's), and
+        # Python runs the handler only when the main thread next runs bytecode; an untimed wait
+        # was never woken then (Ctrl-C on `chaos` left its stack running).
+        while not stop.wait(SIGNAL_POLL_SECONDS):
+            pass
         print("\nstopping the local stack...", flush=True)
     finally:
         stack.stop()
