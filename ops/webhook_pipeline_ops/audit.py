@@ -13,7 +13,7 @@ reason. :func:`reconcile` compares the three, per source:
   the window (a replay, a fail-open duplicate, log retention): listed, not an error.
 
 The readers (CloudWatch Logs Insights or the local stack's log file, the time index, the DLQ
-peek, the queue's attributes, the metrics) live in :mod:`webhook_pipeline_ops.commands_audit`.
+peek, the queue's attributes, the metrics) live in :mod:`webhook_pipeline_ops.commands.audit`.
 """
 
 from __future__ import annotations

@@ -435,8 +435,8 @@ class Run:
 
     # -- traffic -------------------------------------------------------------------------------
     def plan(self, names: list[str]) -> list[tuple[Any, bool]]:
-        from webhook_pipeline_ops.samples import example_sources
-        from webhook_pipeline_ops.simulator import plan
+        from webhook_pipeline_ops.simulator.deliveries import example_sources
+        from webhook_pipeline_ops.simulator.sender import plan
 
         rng = random.Random(self.args.seed)  # noqa: S311 - traffic shaping
         sources = example_sources()
@@ -461,7 +461,7 @@ class Run:
         return with_duplicates(merged, share / (1 - share), immediate=0.35, rng=rng)
 
     def send(self, order: list[tuple[Any, bool]]) -> tuple[list[Copy], float]:
-        from webhook_pipeline_ops.simulator import recorded_resource_key
+        from webhook_pipeline_ops.simulator.sender import recorded_resource_key
 
         rng = random.Random(self.args.seed + 1)  # noqa: S311
         offsets = send_offsets(
@@ -532,7 +532,7 @@ class Run:
         return copies, time.monotonic() - started
 
     def deliver(self, planned: Any, copy: Copy) -> None:
-        from webhook_pipeline_ops.simulator import post, signed_request, source_url
+        from webhook_pipeline_ops.simulator.sender import post, signed_request, source_url
 
         url = source_url(self.outputs["ApiUrl"], planned.source.name)
         secret = self.secrets[planned.source.name]
@@ -808,7 +808,7 @@ def _kinds(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     names = [n.strip() for item in (args.source or []) for n in item.split(",") if n.strip()]
     args.sources = names or list(DEFAULT_SOURCES)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from webhook_pipeline_ops.audit import Accepted, reconcile
 from webhook_pipeline_ops.aws import OpsError
-from webhook_pipeline_ops.commands_audit import (
+from webhook_pipeline_ops.commands.audit import (
     INSIGHTS_LIMIT,
     from_insights,
     from_log_lines,

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops import commands_chaos, simulator
+from webhook_pipeline_ops import commands_chaos
 from webhook_pipeline_ops.chaos import AttemptLog, Copy
+from webhook_pipeline_ops.simulator import sender as simulator
 
 pytestmark = pytest.mark.unit
 

@@ -1,10 +1,10 @@
 """What the console reads and runs, through the CLI's own functions.
 
 Nothing here re-implements a lookup, the peek or the replay: records come from
-:mod:`webhook_pipeline_ops.commands_records` (the processor's ``DynamoDBDeliveryStore``), lists
+:mod:`webhook_pipeline_ops.commands.records` (the processor's ``DynamoDBDeliveryStore``), lists
 from :mod:`webhook_pipeline_ops.time_index`, DLQ rows from
-:func:`webhook_pipeline_ops.commands_dlq.peek_rows`, queue counters from
-:func:`webhook_pipeline_ops.commands_status.queue_status`, replays from
+:func:`webhook_pipeline_ops.commands.dlq.peek_rows`, queue counters from
+:func:`webhook_pipeline_ops.commands.status.queue_status`, replays from
 :class:`webhook_pipeline_ops.console.jobs.ReplayJobs`.
 """
 
@@ -16,8 +16,9 @@ from typing import Any
 
 from webhook_pipeline.adapters.sqs_replay import queue_attributes, queue_depth
 
-from webhook_pipeline_ops import commands_dlq, commands_records, commands_status, time_index
+from webhook_pipeline_ops import time_index
 from webhook_pipeline_ops.aws import Aws, describe_aws_error
+from webhook_pipeline_ops.commands import dlq, records, status
 from webhook_pipeline_ops.console import bodies, health
 from webhook_pipeline_ops.console.jobs import ReplayJobs
 
@@ -132,7 +133,7 @@ class Backend:
 
     def delivery(self, source: str, delivery_id: str) -> dict[str, Any] | None:
         """The delivery record (strongly consistent), or ``None``."""
-        return commands_records.get_delivery(self.aws, source, delivery_id)
+        return records.get_delivery(self.aws, source, delivery_id)
 
     def delivery_body(self, record: dict[str, Any]) -> bodies.BodyView | None:
         """The delivery's raw body from the payload bucket, when it is still there."""
@@ -149,7 +150,7 @@ class Backend:
 
     def resource(self, source: str, key: str) -> dict[str, Any] | None:
         """The resource item (watermark), or ``None``."""
-        return commands_records.get_resource(self.aws, source, key)
+        return records.get_resource(self.aws, source, key)
 
     def resource_history(
         self, source: str, key: str, *, newest: datetime, oldest: datetime, max_items: int
@@ -172,7 +173,7 @@ class Backend:
     # -- DLQ -----------------------------------------------------------------------------------
     def dlq_messages(self, max_messages: int) -> list[dict[str, Any]]:
         """DLQ messages with their failure reasons and bodies, not consumed (``dlq peek``)."""
-        return commands_dlq.peek_rows(self.aws, max_messages, show_body=True)
+        return dlq.peek_rows(self.aws, max_messages, show_body=True)
 
     def dlq_depth(self) -> int | None:
         """Approximate DLQ depth (visible + in flight + delayed)."""
@@ -182,7 +183,7 @@ class Backend:
     def queue_status(self) -> list[dict[str, Any]]:
         """``webhook-pipeline status`` rows of both queues."""
         return [
-            commands_status.queue_status(self.aws, label, url)
+            status.queue_status(self.aws, label, url)
             for label, url in (("main", self.queue_url), ("dlq", self.dlq_url))
         ]
 

@@ -13,12 +13,12 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from webhook_pipeline_ops import simulator
 from webhook_pipeline_ops.local import secret_command, state_dir
 from webhook_pipeline_ops.local import stack as local_stack
 from webhook_pipeline_ops.local.function_log import keep_function_log
 from webhook_pipeline_ops.local.secret_command import SECRETS_MAX_AGE_VARIABLE
 from webhook_pipeline_ops.output import command_name
+from webhook_pipeline_ops.simulator import sender
 
 if TYPE_CHECKING:
     from webhook_pipeline.sources import ResolvedSource
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
     demo.set_defaults(func=_cmd_demo, visibility_timeout_default=2)
     secret_command.register(sub)
 
-    simulator.register(subparsers)
+    sender.register(subparsers)
 
 
 def _configure_logging(verbose: bool) -> None:

@@ -113,10 +113,10 @@ def poison_envelope(
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from webhook_pipeline_ops import simulator
-    from webhook_pipeline_ops.commands_records import get_delivery
+    from webhook_pipeline_ops.commands.records import get_delivery
     from webhook_pipeline_ops.local.commands import background_argv
-    from webhook_pipeline_ops.samples import example_sources, new_id, payload
+    from webhook_pipeline_ops.simulator import sender
+    from webhook_pipeline_ops.simulator.deliveries import example_sources, new_id, payload
 
     if args.state_dir:
         os.environ[STATE_DIR_ENV] = str(args.state_dir)
@@ -162,7 +162,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
     def planned(
         source: str, resource: str, sequence: int, event_type: str | None = None
-    ) -> simulator.Planned:
+    ) -> sender.Planned:
         delivery_id = new_id(sources[source])
         body, headers = payload(
             sources[source],
@@ -171,19 +171,19 @@ def run_demo(args: argparse.Namespace) -> int:
             sequence=sequence,
             event_type=event_type,
         )
-        return simulator.Planned(
+        return sender.Planned(
             sources[source], delivery_id, resource, sequence, event_type, body, headers
         )
 
-    def send(items: list[simulator.Planned], label: str) -> simulator.Summary:
-        summary = simulator.send_all(
+    def send(items: list[sender.Planned], label: str) -> sender.Summary:
+        summary = sender.send_all(
             items, base_url=base_url, secrets=secrets, rate=50, concurrency=1, timeout=10, retries=2
         )
         statuses = ", ".join(f"{o.planned.source.name}:{o.final.status}" for o in summary.outcomes)
         _say(f"  {label}: {statuses}")
         return summary
 
-    def recorded(p: simulator.Planned) -> dict[str, Any] | None:
+    def recorded(p: sender.Planned) -> dict[str, Any] | None:
         return get_delivery(aws, p.source.name, p.delivery_id)
 
     # -- 1. several providers, with duplicates ----------------------------------------------

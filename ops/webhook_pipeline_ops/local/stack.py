@@ -270,7 +270,7 @@ def seed_secrets(
 ) -> dict[str, Any]:
     """Create one secret per example source under ``prefix``; return the ``secrets.json``
     document. Every provider of the registry is covered (the catalogue sources)."""
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     doc: dict[str, Any] = {"secrets_prefix": prefix, "sources": {}}
     for name, source in example_sources(sources_file).items():

@@ -22,7 +22,7 @@ from webhook_pipeline.providers.model import Handshake
 from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     EXAMPLE_HOST,
     dev_secret_value,
     example_sources,
@@ -33,7 +33,7 @@ from webhook_pipeline_ops.samples import (
 )
 
 FIXED_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "events"
+DEFAULT_OUT = Path(__file__).resolve().parents[3] / "events"
 
 
 def _fixed(source: ResolvedSource, salt: str = "") -> str:
@@ -48,7 +48,8 @@ def build_events(
 ) -> dict[str, dict[str, Any]]:
     """``{file name: API Gateway event}`` for every interesting ingest case, signed at ``now``
     (Unix seconds): one valid delivery per example source (every provider, see
-    :func:`~webhook_pipeline_ops.samples.example_sources`), one event per provider handshake,
+    :func:`~webhook_pipeline_ops.simulator.deliveries.example_sources`), one event per provider
+    handshake,
     and the special cases (duplicate, bad signature, stale, base64 body, REST 1.0 shape,
     unknown source)."""
     src = dict(sources if sources is not None else example_sources())

@@ -86,7 +86,7 @@ def known_sources(*, local: bool = False) -> list[str] | None:
 
     try:
         if local:
-            from webhook_pipeline_ops.samples import example_sources
+            from webhook_pipeline_ops.simulator.deliveries import example_sources
 
             return sorted(example_sources())
         return sorted(load_sources())

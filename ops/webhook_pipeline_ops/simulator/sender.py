@@ -1,7 +1,8 @@
 """``webhook-pipeline send``: a sender simulator that signs and posts realistic webhooks.
 
 Each source of ``layers/common/sources.toml`` gets provider-shaped payloads
-(:func:`webhook_pipeline_ops.samples.payload`: a Stripe event with ``id``/``type``/``created``/
+(:func:`webhook_pipeline_ops.simulator.deliveries.payload`: a Stripe event with
+``id``/``type``/``created``/
 ``data.object.id``, GitHub with ``X-GitHub-Delivery``/``X-GitHub-Event``, Standard Webhooks
 ``type``/``timestamp``/``data.id``, Slack ``event_callback`` with ``event_id``/``event.type``,
 Shopify ``admin_graphql_api_id``/``updated_at`` and its headers, generic HMAC) signed by the
@@ -210,7 +211,7 @@ def plan(
     out_of_order : bool
         Swap each resource's events in pairs (the newer sent first).
     """
-    from webhook_pipeline_ops.samples import new_id, payload, recorded_ids
+    from webhook_pipeline_ops.simulator.deliveries import new_id, payload, recorded_ids
 
     rng = rng or random.Random()  # noqa: S311 - traffic shaping, not security
     base = base_time if base_time is not None else int(time.time()) - 3600
@@ -505,7 +506,7 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_send(args: argparse.Namespace) -> int:
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     all_sources = example_sources(args.sources_file)
     names = [n.strip() for item in (args.source or []) for n in item.split(",") if n.strip()]
