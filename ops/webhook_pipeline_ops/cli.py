@@ -36,10 +36,11 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.commands.records",
     "webhook_pipeline_ops.commands.sources",
     "webhook_pipeline_ops.commands.audit",
-    "webhook_pipeline_ops.simulator.event_files",
+    "webhook_pipeline_ops.commands.events",
     "webhook_pipeline_ops.commands.cost",
     "webhook_pipeline_ops.commands_chaos",
-    "webhook_pipeline_ops.local.commands",
+    "webhook_pipeline_ops.commands.local",
+    "webhook_pipeline_ops.commands.send",
     "webhook_pipeline_ops.commands.console",
 )
 #: Exit code when stdout was closed by the reader (128 + SIGPIPE, like other CLI tools).

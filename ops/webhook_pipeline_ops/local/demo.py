@@ -113,8 +113,8 @@ def poison_envelope(
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from webhook_pipeline_ops.commands.local import background_argv
     from webhook_pipeline_ops.commands.records import get_delivery
-    from webhook_pipeline_ops.local.commands import background_argv
     from webhook_pipeline_ops.simulator import sender
     from webhook_pipeline_ops.simulator.deliveries import example_sources, new_id, payload
 

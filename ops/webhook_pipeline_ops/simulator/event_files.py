@@ -9,7 +9,6 @@ run ``webhook-pipeline events --now --out DIR`` to write copies signed at the cu
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
@@ -147,38 +146,3 @@ def decoded_body(event: dict[str, Any]) -> bytes:
     """The raw body bytes of an API Gateway event."""
     body = event.get("body") or ""
     return base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
-
-
-def register(subparsers: Any) -> None:
-    """Add ``events`` to the operator CLI."""
-    parser = subparsers.add_parser(
-        "events",
-        help="write the sample ingest events (events/*.json)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="output folder (default: events/)"
-    )
-    parser.add_argument(
-        "--now",
-        action="store_true",
-        help="sign at the current time instead of the fixed time of the committed files",
-    )
-    parser.set_defaults(func=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    import sys
-    import time
-
-    if args.now and args.out.resolve() == DEFAULT_OUT.resolve():
-        print(
-            "webhook-pipeline events: --now writes copies that expire (300 s for signed "
-            "timestamps); give --out DIR so the committed events/ stay as they are",
-            file=sys.stderr,
-        )
-        return 2
-    for path in write_events(args.out, int(time.time()) if args.now else FIXED_TIME):
-        print(path)
-    return 0

@@ -1,4 +1,5 @@
-"""CLI commands of the local stack: ``local run``, ``local stop``, ``local demo`` and ``send``.
+"""``webhook-pipeline local``: the local stack's commands ``local run``, ``local stop``,
+``local demo`` and ``local secret`` (:mod:`webhook_pipeline_ops.local.secret_command`).
 
 Registered in ``webhook_pipeline_ops.cli`` through :func:`register`.
 """
@@ -18,14 +19,13 @@ from webhook_pipeline_ops.local import stack as local_stack
 from webhook_pipeline_ops.local.function_log import keep_function_log
 from webhook_pipeline_ops.local.secret_command import SECRETS_MAX_AGE_VARIABLE
 from webhook_pipeline_ops.output import command_name
-from webhook_pipeline_ops.simulator import sender
 
 if TYPE_CHECKING:
     from webhook_pipeline.sources import ResolvedSource
 
 
 def register(subparsers: Any) -> None:
-    """Add ``local {run,stop,demo}`` and ``send``."""
+    """Add ``local {run,stop,demo,secret}``."""
     local = subparsers.add_parser(
         "local",
         help="run the whole pipeline on this machine (no AWS account, no Docker)",
@@ -70,8 +70,6 @@ def register(subparsers: Any) -> None:
     local_stack.add_run_arguments(demo)
     demo.set_defaults(func=_cmd_demo, visibility_timeout_default=2)
     secret_command.register(sub)
-
-    sender.register(subparsers)
 
 
 def _configure_logging(verbose: bool) -> None:
