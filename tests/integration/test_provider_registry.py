@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 import pytest
 from webhook_pipeline.providers import all_providers, load_provider_modules
-from webhook_pipeline_ops.local.stack import seed_secrets
+from webhook_pipeline_ops.local.dev_secrets import seed_secrets
 from webhook_pipeline_ops.simulator.deliveries import example_sources
 from webhook_pipeline_ops.simulator.event_files import build_events
 from webhook_pipeline_ops.simulator.sender import plan

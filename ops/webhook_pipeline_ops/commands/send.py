@@ -37,7 +37,7 @@ from webhook_pipeline_ops.simulator.sender import (
 
 def load_local_secrets() -> dict[str, str]:
     """Signing secrets of the running local stack (``.local-stack/secrets.json``)."""
-    from webhook_pipeline_ops.local.stack import read_secrets
+    from webhook_pipeline_ops.local.dev_secrets import read_secrets
 
     return read_secrets()
 

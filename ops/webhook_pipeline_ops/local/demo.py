@@ -32,13 +32,10 @@ from collections.abc import Callable
 from typing import Any
 
 from webhook_pipeline_ops.local import OUTPUTS_FILE, STATE_DIR_ENV, state_dir
-from webhook_pipeline_ops.local.stack import (
-    StackError,
-    read_ready,
-    read_secrets,
-    start_background,
-    stop_running,
-)
+from webhook_pipeline_ops.local.background import start_background, stop_running
+from webhook_pipeline_ops.local.dev_secrets import read_secrets
+from webhook_pipeline_ops.local.options import StackError, background_argv
+from webhook_pipeline_ops.local.state_files import read_ready
 from webhook_pipeline_ops.output import command_name
 
 # A running stack with a longer visibility timeout is not used (see step 1).
@@ -113,7 +110,6 @@ def poison_envelope(
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from webhook_pipeline_ops.commands.local import background_argv
     from webhook_pipeline_ops.commands.records import get_delivery
     from webhook_pipeline_ops.simulator import sender
     from webhook_pipeline_ops.simulator.deliveries import example_sources, new_id, payload
