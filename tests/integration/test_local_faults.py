@@ -29,7 +29,7 @@ from webhook_pipeline_ops.local.faults import (
     InjectedHookFailure,
 )
 from webhook_pipeline_ops.local.moto_server import MotoProcess
-from webhook_pipeline_ops.local.provision import FunctionSpec
+from webhook_pipeline_ops.local.resources import FunctionSpec
 from webhook_pipeline_ops.local.runtime import FunctionError, LocalFunction
 
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from webhook_pipeline_ops.local.provision import FunctionSpec
+from webhook_pipeline_ops.local.resources import FunctionSpec
 from webhook_pipeline_ops.local.worker import FakeLambdaContext, send_frame
 
 __all__ = ["FakeLambdaContext", "FunctionError", "FunctionUnavailable", "LocalFunction"]

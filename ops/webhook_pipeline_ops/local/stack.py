@@ -54,8 +54,9 @@ from webhook_pipeline_ops.local.moto_server import MotoProcess
 from webhook_pipeline_ops.local.options import Options, StackError
 from webhook_pipeline_ops.local.outputs import outputs_document, ready_document
 from webhook_pipeline_ops.local.poller import SqsPoller
-from webhook_pipeline_ops.local.provision import HttpRoute, Stack, provision
+from webhook_pipeline_ops.local.provision import provision
 from webhook_pipeline_ops.local.redis_runtime import RedisRuntime, start_redis
+from webhook_pipeline_ops.local.resources import HttpRoute, Stack
 from webhook_pipeline_ops.local.runtime import LocalFunction
 from webhook_pipeline_ops.local.state_files import read_ready, write_json
 from webhook_pipeline_ops.output import command_name
