@@ -159,10 +159,8 @@ def run_direct(
     on_message: Callable[[MessageResult], None] | None = None,
     time_limit: float | None = None,
 ) -> dict[str, Any]:
-    """Run :func:`webhook_pipeline.replay.run.replay` here, against SQS directly.
-
-    The DLQ's attributes are read first, so an unreachable endpoint fails before anything is
-    received.
+    """Run :func:`webhook_pipeline.replay.run.replay` here, against SQS directly; the DLQ's
+    attributes are read first, so an unreachable endpoint fails before anything is received.
 
     Parameters
     ----------
@@ -199,6 +197,26 @@ def run_direct(
     queue_url = resources.require("queue_url")
     sqs = aws.client("sqs")
     queue_attributes(sqs, dlq_url)
+    listed, each = _listing(on_message)
+    report = replay(
+        request,
+        SqsDeadLetterQueue(sqs, dlq_url),
+        SqsReplaySender(sqs, queue_url),
+        remaining_time_ms=_remaining_ms(time_limit),
+        safety_margin_ms=0,
+        on_message=each,
+    )
+    data = report.to_dict()
+    if request.dry_run:
+        data["would_replay"] = listed
+    return data
+
+
+def _listing(
+    on_message: Callable[[MessageResult], None] | None,
+) -> tuple[list[dict[str, Any]], Callable[[MessageResult], None]]:
+    """``(summaries, callback)``: the callback lists every ``would_replay`` message's summary,
+    then calls ``on_message``."""
     listed: list[dict[str, Any]] = []
 
     def each(result: MessageResult) -> None:
@@ -207,25 +225,16 @@ def run_direct(
         if on_message is not None:
             on_message(result)
 
-    remaining_ms = None
-    if time_limit is not None:
-        deadline = time.monotonic() + time_limit
+    return listed, each
 
-        def remaining_ms() -> int:
-            return int((deadline - time.monotonic()) * 1000)
 
-    report = replay(
-        request,
-        SqsDeadLetterQueue(sqs, dlq_url),
-        SqsReplaySender(sqs, queue_url),
-        remaining_time_ms=remaining_ms,
-        safety_margin_ms=0,
-        on_message=each,
-    )
-    data = report.to_dict()
-    if request.dry_run:
-        data["would_replay"] = listed
-    return data
+def _remaining_ms(time_limit: float | None) -> Callable[[], int] | None:
+    """Milliseconds left of ``time_limit`` seconds from now, as the replay asks for them
+    (``None``: no limit)."""
+    if time_limit is None:
+        return None
+    deadline = time.monotonic() + time_limit
+    return lambda: int((deadline - time.monotonic()) * 1000)
 
 
 def _run_here(

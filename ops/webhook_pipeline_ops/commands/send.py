@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from webhook_pipeline_ops.output import DefaultsHelpFormatter
+from webhook_pipeline_ops.simulator.outcomes import Summary
 from webhook_pipeline_ops.simulator.sender import (
     DEFAULT_URL,
     plan,
@@ -120,22 +121,9 @@ def _cmd_send(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if args.secret:
-        secrets = dict.fromkeys(names, args.secret)
-    else:
-        try:
-            secrets = load_local_secrets()
-        except (OSError, ValueError, KeyError):
-            print(
-                "webhook-pipeline send: no .local-stack/secrets.json (is the local stack "
-                "running?); pass --secret",
-                file=sys.stderr,
-            )
-            return 1
-        missing = [n for n in names if n not in secrets]
-        if missing:
-            print(f"webhook-pipeline send: no secret for {missing}; pass --secret", file=sys.stderr)
-            return 1
+    secrets = _signing_secrets(names, args.secret)
+    if secrets is None:
+        return 1
     rng = random.Random(args.seed)  # noqa: S311
     base_url = args.url or default_base_url()
     planned = plan(
@@ -157,6 +145,44 @@ def _cmd_send(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         retries=args.retries,
     )
+    _print_summary(summary, args, base_url, names)
+    d = summary.as_dict()
+    if d["no_answer"]:
+        why = ", ".join(sorted(d["no_answer_reasons"]))
+        hint = " (is the local stack running?)" if "connection refused" in why else ""
+        print(
+            f"webhook-pipeline send: {d['no_answer']} deliveries got no answer from "
+            f"{source_url(base_url, '{source}')}: {why}{hint}",
+            file=sys.stderr,
+        )
+    return 0 if d["server_5xx"] == 0 and d["no_answer"] == 0 else 1
+
+
+def _signing_secrets(names: list[str], secret: str | None) -> dict[str, str] | None:
+    """Source name -> signing secret: ``secret`` for every source, else the running local
+    stack's; ``None`` when some is missing (said why on stderr)."""
+    if secret:
+        return dict.fromkeys(names, secret)
+    try:
+        secrets = load_local_secrets()
+    except (OSError, ValueError, KeyError):
+        print(
+            "webhook-pipeline send: no .local-stack/secrets.json (is the local stack "
+            "running?); pass --secret",
+            file=sys.stderr,
+        )
+        return None
+    missing = [n for n in names if n not in secrets]
+    if missing:
+        print(f"webhook-pipeline send: no secret for {missing}; pass --secret", file=sys.stderr)
+        return None
+    return secrets
+
+
+def _print_summary(
+    summary: Summary, args: argparse.Namespace, base_url: str, names: list[str]
+) -> None:
+    """The target, with ``--list`` each delivery, then the summary (``--json``: as JSON)."""
     if not args.json:
         print(f"-> {source_url(base_url, '{source}')}  sources: {', '.join(names)}")
     if args.list:
@@ -171,16 +197,6 @@ def _cmd_send(args: argparse.Namespace) -> int:
         print(json.dumps(summary.as_dict(), indent=2))
     else:
         print(summary.render())
-    d = summary.as_dict()
-    if d["no_answer"]:
-        why = ", ".join(sorted(d["no_answer_reasons"]))
-        hint = " (is the local stack running?)" if "connection refused" in why else ""
-        print(
-            f"webhook-pipeline send: {d['no_answer']} deliveries got no answer from "
-            f"{source_url(base_url, '{source}')}: {why}{hint}",
-            file=sys.stderr,
-        )
-    return 0 if d["server_5xx"] == 0 and d["no_answer"] == 0 else 1
 
 
 __all__ = ["default_base_url", "load_local_secrets", "register"]

@@ -48,8 +48,7 @@ def build_events(
     """``{file name: API Gateway event}`` for every interesting ingest case, signed at ``now``
     (Unix seconds): one valid delivery per example source (every provider, see
     :func:`~webhook_pipeline_ops.simulator.deliveries.example_sources`), one event per provider
-    handshake,
-    and the special cases (duplicate, bad signature, stale, base64 body, REST 1.0 shape,
+    handshake, and the special cases (duplicate, bad signature, stale, base64 body, REST 1.0 shape,
     unknown source)."""
     src = dict(sources if sources is not None else example_sources())
     events: dict[str, dict[str, Any]] = {}
@@ -69,11 +68,19 @@ def build_events(
         for handshake in source.provider.handshakes:
             slug = re.sub(r"[^a-z0-9]+", "-", handshake.name.lower()).strip("-")
             events[f"ingest-{name}-{slug}.json"] = handshake_event(source, handshake, now)
-    stripe, github = src["stripe"], src["github"]
+    events.update(_special_cases(events, src["stripe"], src["github"], now))
+    return events
+
+
+def _special_cases(
+    events: Mapping[str, dict[str, Any]], stripe: ResolvedSource, github: ResolvedSource, now: int
+) -> dict[str, dict[str, Any]]:
+    """The events of the ingest cases that are no provider's: duplicate, bad signature, stale,
+    base64 body, REST 1.0 shape, unknown source."""
     # The same delivery again: 200 duplicate once ingest-stripe.json was accepted.
-    events["ingest-stripe-duplicate.json"] = events["ingest-stripe.json"]
+    special = {"ingest-stripe-duplicate.json": events["ingest-stripe.json"]}
     # Signed with the wrong secret: 401 signature_invalid.
-    events["ingest-bad-signature.json"] = http_api_event(
+    special["ingest-bad-signature.json"] = http_api_event(
         signed_delivery(
             github,
             timestamp=now,
@@ -82,7 +89,7 @@ def build_events(
         )
     )
     # Signed correctly, but 10 minutes old (tolerance 300 s): 401 timestamp_stale.
-    events["ingest-stale.json"] = http_api_event(
+    special["ingest-stale.json"] = http_api_event(
         signed_delivery(
             stripe,
             timestamp=now - 600,
@@ -92,20 +99,20 @@ def build_events(
         )
     )
     # Case C02: a body API Gateway sent base64-encoded, verified over the decoded bytes.
-    events["ingest-base64-body.json"] = http_api_event(
+    special["ingest-base64-body.json"] = http_api_event(
         signed_delivery(github, timestamp=now, delivery_id=_fixed(github, "base64")),
         base64_body=True,
     )
     # REST API (payload 1.0) shape of a GitHub delivery.
-    events["ingest-rest-v1.json"] = rest_api_event(
+    special["ingest-rest-v1.json"] = rest_api_event(
         signed_delivery(github, timestamp=now, delivery_id="0b6e4f8e-cc78-11e3-81ab-4c9367dc0958")
     )
     # No such source: 404.
-    events["ingest-unknown-source.json"] = http_api_event(
+    special["ingest-unknown-source.json"] = http_api_event(
         signed_delivery(github, timestamp=now, delivery_id="5a0e3c0a-0000-4000-8000-000000000002"),
         path_source="nope",
     )
-    return events
+    return special
 
 
 def handshake_event(source: ResolvedSource, handshake: Handshake, now: int) -> dict[str, Any]:
