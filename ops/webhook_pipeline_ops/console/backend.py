@@ -16,6 +16,7 @@ from typing import Any
 
 from webhook_pipeline.adapters.sqs_replay import queue_attributes, queue_depth
 
+from webhook_pipeline_ops import resource_history as history
 from webhook_pipeline_ops import time_index
 from webhook_pipeline_ops.aws import Aws, describe_aws_error
 from webhook_pipeline_ops.commands import dlq, records, status
@@ -156,9 +157,9 @@ class Backend:
         self, source: str, key: str, *, newest: datetime, oldest: datetime, max_items: int
     ) -> tuple[list[dict[str, Any]], bool, time_index.ReadStats]:
         """The resource's delivery records of the window in sequence order (see
-        :func:`webhook_pipeline_ops.time_index.resource_history` for what it reads)."""
+        :func:`webhook_pipeline_ops.resource_history.resource_history` for what it reads)."""
         stats = time_index.ReadStats()
-        items, truncated = time_index.resource_history(
+        items, truncated = history.resource_history(
             self.ddb,
             self.table,
             source=source,
