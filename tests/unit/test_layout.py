@@ -1,9 +1,9 @@
 """The code a newcomer walks stays walkable: module and function sizes, no import cycles.
 
 Limits (docs/architecture.md): no module over 400 lines and no function over 60 lines in
-``layers/`` and ``functions/``, unless the module docstring gives a one-line reason starting with
-``(Over 400 lines:`` or ``(Functions over 60 lines:``; no cycle among the module-level imports of
-``webhook_pipeline`` and ``webhook_pipeline_ops``.
+``layers/``, ``functions/`` and ``ops/``, unless the module docstring gives a one-line reason
+starting with ``(Over 400 lines:`` or ``(Functions over 60 lines:``; no cycle among the
+module-level imports of ``webhook_pipeline`` and ``webhook_pipeline_ops``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,29 @@ PACKAGES = {
 }
 
 
+OPS = ROOT / "ops" / "webhook_pipeline_ops"
+#: TEMPORARY (issue 22 item 1): ops/ areas being regrouped by others at the time the limits were
+#: extended to ops/, not held to them yet. Remove each entry once its area has landed within the
+#: limits: chaos (traffic, faults, reconciliation: moving into chaos/), the local HTTP gateway
+#: (rewritten on Starlette/uvicorn, item 2) and the moto patches (cut to what moto cannot do,
+#: item 3).
+NOT_YET_SIZED = (
+    "chaos.py",
+    "chaos/",
+    "commands_chaos.py",
+    "commands/chaos.py",
+    "local/http_gateway.py",
+    "local/moto_patches.py",
+)
+
+
 def sized_files() -> list[Path]:
-    return sorted([*(ROOT / "layers").rglob("*.py"), *(ROOT / "functions").rglob("*.py")])
+    ops = [
+        path
+        for path in OPS.rglob("*.py")
+        if not path.relative_to(OPS).as_posix().startswith(NOT_YET_SIZED)
+    ]
+    return sorted([*(ROOT / "layers").rglob("*.py"), *(ROOT / "functions").rglob("*.py"), *ops])
 
 
 def docstring(tree: ast.Module) -> str:
@@ -125,6 +146,12 @@ def test_no_module_over_400_lines_without_a_reason() -> None:
 
 def test_no_function_over_60_lines_without_a_reason() -> None:
     assert oversized_functions(sized_files()) == []
+
+
+def test_ops_is_sized_but_for_the_temporary_exceptions() -> None:
+    sized = {path.relative_to(OPS).as_posix() for path in sized_files() if OPS in path.parents}
+    assert {"cli.py", "commands/local.py", "local/stack.py", "simulator/sender.py"} <= sized
+    assert "local/http_gateway.py" not in sized
 
 
 def test_no_import_cycles() -> None:
