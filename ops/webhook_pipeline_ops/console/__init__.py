@@ -4,7 +4,7 @@ It serves server-rendered pages on 127.0.0.1 with the operator's own AWS credent
 stack), reading through the same functions as the CLI: the delivery store's lookups
 (:mod:`webhook_pipeline_ops.commands.records`), the time index
 (:mod:`webhook_pipeline_ops.time_index`), the DLQ peek (:mod:`webhook_pipeline_ops.commands.dlq`),
-the replay (:func:`webhook_pipeline_ops.commands.replay.run_direct`, i.e.
+the replay (:func:`webhook_pipeline_ops.direct_replay.run_direct`, i.e.
 :func:`webhook_pipeline.replay.run.replay`) and the queue status
 (:mod:`webhook_pipeline_ops.commands.status`).
 
