@@ -170,7 +170,7 @@ def metric_sums(
 
 def dead_letter_keys(aws: Aws, max_messages: int) -> list[Key]:
     """(source, delivery id) of the DLQ's envelopes (peeked, released)."""
-    from webhook_pipeline_ops.commands.dlq import peek_rows
+    from webhook_pipeline_ops.dlq_peek import peek_rows
 
     rows = peek_rows(aws, max_messages, show_body=False)
     return [(r["source"], r["delivery_id"]) for r in rows if r.get("source")]

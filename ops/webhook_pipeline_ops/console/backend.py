@@ -1,10 +1,10 @@
 """What the console reads and runs, through the CLI's own functions.
 
 Nothing here re-implements a lookup, the peek or the replay: records come from
-:mod:`webhook_pipeline_ops.commands.records` (the processor's ``DynamoDBDeliveryStore``), lists
+:mod:`webhook_pipeline_ops.delivery_records` (the processor's ``DynamoDBDeliveryStore``), lists
 from :mod:`webhook_pipeline_ops.time_index`, DLQ rows from
-:func:`webhook_pipeline_ops.commands.dlq.peek_rows`, queue counters from
-:func:`webhook_pipeline_ops.commands.status.queue_status`, replays from
+:func:`webhook_pipeline_ops.dlq_peek.peek_rows`, queue counters from
+:func:`webhook_pipeline_ops.queue_status.queue_status`, replays from
 :class:`webhook_pipeline_ops.console.jobs.ReplayJobs`.
 """
 
@@ -16,10 +16,12 @@ from typing import Any
 
 from webhook_pipeline.adapters.sqs_replay import queue_attributes, queue_depth
 
+from webhook_pipeline_ops import delivery_records as records
+from webhook_pipeline_ops import dlq_peek as dlq
+from webhook_pipeline_ops import queue_status as status
 from webhook_pipeline_ops import resource_history as history
 from webhook_pipeline_ops import time_index
 from webhook_pipeline_ops.aws import Aws, describe_aws_error
-from webhook_pipeline_ops.commands import dlq, records, status
 from webhook_pipeline_ops.console import bodies, health
 from webhook_pipeline_ops.console.jobs import ReplayJobs
 

@@ -247,7 +247,7 @@ class Demo:
         return summary
 
     def recorded(self, p: Planned) -> dict[str, Any] | None:
-        from webhook_pipeline_ops.commands.records import get_delivery
+        from webhook_pipeline_ops.delivery_records import get_delivery
 
         return get_delivery(self.aws, p.source.name, p.delivery_id)
 
