@@ -138,7 +138,11 @@ def measure(args: argparse.Namespace) -> None:
     import redis
     from webhook_pipeline_ops.local.poller import sqs_record
     from webhook_pipeline_ops.local.runtime import FakeLambdaContext
-    from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+    from webhook_pipeline_ops.simulator.deliveries import (
+        example_sources,
+        http_api_event,
+        signed_delivery,
+    )
 
     n = args.n
     phases: dict[str, dict[str, Any]] = {}
@@ -318,7 +322,7 @@ def server(argv: list[str], port: int, log: Path) -> Iterator[None]:
 def provision(endpoint: str) -> dict[str, str]:
     """Queue, table (template.yaml's key schema), bucket and dev secrets in the moto server."""
     import boto3
-    from webhook_pipeline_ops.samples import DEV_SECRETS, dev_secret_value
+    from webhook_pipeline_ops.simulator.deliveries import DEV_SECRETS, dev_secret_value
 
     sys.path.insert(0, str(ROOT))
     from tests.helpers import create_deliveries_table

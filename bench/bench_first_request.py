@@ -115,7 +115,7 @@ class Backends:
 
         self.queue_url = client("sqs").create_queue(QueueName="main")["QueueUrl"]
         client("s3").create_bucket(Bucket="payloads")
-        from webhook_pipeline_ops.local.stack import seed_secrets
+        from webhook_pipeline_ops.local.dev_secrets import seed_secrets
 
         doc = seed_secrets(client("secretsmanager"), self.prefix, None, random=False)
         self.secret = doc["sources"]["github"]["secret"]

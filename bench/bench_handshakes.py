@@ -60,7 +60,7 @@ def percentile(values: list[float], pct: float) -> float:
 
 def measure(app: Any, sources: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     """Time every handshake of every source through ``app``'s handler into ``rows``."""
-    from webhook_pipeline_ops.sample_events import handshake_event
+    from webhook_pipeline_ops.simulator.event_files import handshake_event
 
     for _name, source in sorted(sources.items()):
         for handshake in source.provider.handshakes:
@@ -106,7 +106,7 @@ def main() -> dict[str, Any]:
         }
     )
     with mock_aws():
-        from webhook_pipeline_ops.samples import dev_secret_value, example_sources
+        from webhook_pipeline_ops.simulator.deliveries import dev_secret_value, example_sources
 
         sqs = boto3.client("sqs")
         os.environ["QUEUE_URL"] = sqs.create_queue(QueueName="main")["QueueUrl"]

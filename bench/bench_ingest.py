@@ -61,7 +61,7 @@ def per_webhook_costs() -> dict[str, object]:
 
     sys.path.insert(0, str(ROOT))
     from tests.integration.ingest_harness import FakeContext, SECRETS_PREFIX  # noqa: I001
-    from webhook_pipeline_ops.samples import (
+    from webhook_pipeline_ops.simulator.deliveries import (
         DEV_SECRETS,
         example_sources,
         http_api_event,

@@ -185,7 +185,7 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
     from webhook_pipeline.adapters.clients import aws_client
     from webhook_pipeline.adapters.redis_gate import redis_client
     from webhook_pipeline.webhook_request import request_from_event
-    from webhook_pipeline_ops.samples import dev_secret_value
+    from webhook_pipeline_ops.simulator.deliveries import dev_secret_value
 
     settings = app.settings
     source = app.SOURCES[SOURCE]
@@ -310,7 +310,7 @@ def setup(redis_port: int, moto_port: int) -> dict[str, Any]:
 
 
 def deliveries(source: Any, n: int) -> list[dict[str, Any]]:
-    from webhook_pipeline_ops.samples import http_api_event, signed_delivery
+    from webhook_pipeline_ops.simulator.deliveries import http_api_event, signed_delivery
 
     return [http_api_event(signed_delivery(source)) for _ in range(n)]
 

@@ -340,7 +340,7 @@ def deliver(port: int, delivery: Delivery, timeout: float, retry_delays: Sequenc
 
 
 def make_deliveries(n: int) -> list[Delivery]:
-    from webhook_pipeline_ops.samples import example_sources, signed_delivery
+    from webhook_pipeline_ops.simulator.deliveries import example_sources, signed_delivery
 
     github = example_sources()["github"]
     out = []
@@ -418,7 +418,7 @@ class Services:
 def services(workdir: Path) -> Iterator[Services]:
     """A redis-server and a moto server (queue, bucket, GitHub dev secret), stopped after."""
     import boto3
-    from webhook_pipeline_ops.samples import dev_secret_value
+    from webhook_pipeline_ops.simulator.deliveries import dev_secret_value
 
     redis_port, moto_port = free_port(), free_port()
     redis_server = shutil.which("redis-server") or "redis-server"
@@ -474,7 +474,7 @@ def run_case(
     retry_delays: Sequence[float],
 ) -> dict[str, Any]:  # fmt: skip
     """Send ``n`` webhooks to a fresh receiver of ``mode`` with downstream delay ``delay``."""
-    from webhook_pipeline_ops.samples import DEV_SECRETS
+    from webhook_pipeline_ops.simulator.deliveries import DEV_SECRETS
 
     run = f"{mode}:{delay}:{uuid.uuid4().hex[:8]}"
     store = redis_client(svc.redis_url)

@@ -92,7 +92,11 @@ class Context:
 
 
 def run_batch(app: Any, n: int, latency_ms: int, calls: dict[str, Any]) -> dict[str, Any]:
-    from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+    from webhook_pipeline_ops.simulator.deliveries import (
+        example_sources,
+        http_api_event,
+        signed_delivery,
+    )
 
     events = compact_events(n, f"n{n}-l{latency_ms}")
     body = (json.dumps(events, separators=(",", ":")) + "\r\n").encode()
@@ -140,7 +144,7 @@ def measure() -> list[dict[str, Any]]:
     from moto import mock_aws
 
     sys.path.insert(0, str(ROOT))
-    from webhook_pipeline_ops.samples import DEV_SECRETS, dev_secret_value
+    from webhook_pipeline_ops.simulator.deliveries import DEV_SECRETS, dev_secret_value
 
     from tests.integration.ingest_harness import SECRETS_PREFIX
 

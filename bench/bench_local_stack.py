@@ -128,8 +128,8 @@ def pct(values: list[float], q: float) -> float:
 def run(
     repo: Path, count: int, concurrency: int, settle_timeout: float, max_rss: float
 ) -> dict[str, Any]:
-    from webhook_pipeline_ops import simulator
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator import sender
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     with tempfile.TemporaryDirectory(prefix="bench-local-stack-") as tmp:
         state = Path(tmp)
@@ -160,7 +160,7 @@ def run(
         started = time.perf_counter()
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        planned = simulator.plan(
+        planned = sender.plan(
             [example_sources(None)["stripe"]],
             count=count,
             resources=max(1, count // 10),
@@ -174,7 +174,7 @@ def run(
         def job(p: Any) -> None:
             if abort.is_set():
                 return
-            result = simulator.deliver(
+            result = sender.deliver(
                 p, base_url=base_url, secret=secrets["stripe"], timeout=30.0, retries=0
             )
             with lock:

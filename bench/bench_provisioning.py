@@ -87,7 +87,7 @@ def translate(parameters: dict[str, str], *, prune: bool) -> dict[str, Any]:
     stack does not emulate."""
     os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
     from samtranslator.translator.transform import transform
-    from webhook_pipeline_ops.local.provision import load_template
+    from webhook_pipeline_ops.local.template import load_template
 
     class NoManagedPolicies:
         def load(self) -> dict[str, str]:

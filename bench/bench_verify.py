@@ -2,7 +2,8 @@
 
 For every provider in the registry (``webhook_pipeline.providers.registry.all_providers``), a
 sample delivery of the local stack's source for it is signed with the provider's development
-secret (``Provider.sign_request`` through ``webhook_pipeline_ops.samples.signed_delivery``) and
+secret (``Provider.sign_request`` through
+``webhook_pipeline_ops.simulator.deliveries.signed_delivery``) and
 ``verify`` is timed on that request against the stored verification secret (the public key for
 asymmetric schemes), in this process, warm. Each figure is the median over ``REPEATS`` runs of
 the mean of ``CALLS`` calls (microseconds); ``min_us`` is the fastest run.
@@ -34,7 +35,7 @@ REPEATS = 3 if QUICK else 7
 def measure() -> dict[str, Any]:
     from webhook_pipeline.providers.registry import all_providers
     from webhook_pipeline.webhook_request import WebhookRequest
-    from webhook_pipeline_ops.samples import example_sources, signed_delivery
+    from webhook_pipeline_ops.simulator.deliveries import example_sources, signed_delivery
 
     sources: dict[str, Any] = {}
     for source in example_sources().values():

@@ -13,7 +13,7 @@ reason. :func:`reconcile` compares the three, per source:
   the window (a replay, a fail-open duplicate, log retention): listed, not an error.
 
 The readers (CloudWatch Logs Insights or the local stack's log file, the time index, the DLQ
-peek, the queue's attributes, the metrics) live in :mod:`webhook_pipeline_ops.commands_audit`.
+peek, the queue's attributes, the metrics) live in :mod:`webhook_pipeline_ops.commands.audit`.
 """
 
 from __future__ import annotations
@@ -122,11 +122,7 @@ def reconcile(
         Metric sums over the window, reported as they are (``Accepted``, ``DuplicateDiscarded``,
         ``Applied``, ``Duplicate``, ``Stale``...).
     """
-    first_seen: dict[Key, datetime] = {}
-    for item in accepted:
-        key = (item.source, item.delivery_id)
-        if key not in first_seen or item.at < first_seen[key]:
-            first_seen[key] = item.at
+    first_seen = _first_seen(accepted)
     outcome: dict[Key, str] = {
         (str(r["source"]), str(r["delivery_id"])): str(r.get("outcome", "")) for r in records
     }
@@ -145,11 +141,7 @@ def reconcile(
             report.gaps.append(delivery_id)
         else:
             report.unsettled.append(delivery_id)
-    for (source, state), n in outcomes.items():
-        if state == "applied":
-            sources[source].applied += n
-        elif state == "stale":
-            sources[source].stale += n
+    _count_outcomes(sources, outcomes)
     for key in outcome.keys() - first_seen.keys():
         sources[key[0]].recorded_without_accepted += 1
     return AuditReport(
@@ -159,3 +151,22 @@ def reconcile(
         in_flight=in_flight,
         metrics=dict(metrics or {}),
     )
+
+
+def _count_outcomes(sources: dict[str, SourceReport], outcomes: Counter[tuple[str, str]]) -> None:
+    """Add the recorded ``applied`` and ``stale`` outcomes to their sources' reports."""
+    for (source, state), n in outcomes.items():
+        if state == "applied":
+            sources[source].applied += n
+        elif state == "stale":
+            sources[source].stale += n
+
+
+def _first_seen(accepted: Iterable[Accepted]) -> dict[Key, datetime]:
+    """(source, delivery id) -> when it was first accepted (one id logged twice is one)."""
+    first_seen: dict[Key, datetime] = {}
+    for item in accepted:
+        key = (item.source, item.delivery_id)
+        if key not in first_seen or item.at < first_seen[key]:
+            first_seen[key] = item.at
+    return first_seen

@@ -30,16 +30,17 @@ from webhook_pipeline_ops.output import plain_text
 
 #: Modules whose ``register(subparsers)`` adds subcommands, in help order.
 REGISTRARS: tuple[str, ...] = (
-    "webhook_pipeline_ops.commands_replay",
-    "webhook_pipeline_ops.commands_dlq",
-    "webhook_pipeline_ops.commands_status",
-    "webhook_pipeline_ops.commands_records",
-    "webhook_pipeline_ops.commands_sources",
-    "webhook_pipeline_ops.commands_audit",
-    "webhook_pipeline_ops.sample_events",
+    "webhook_pipeline_ops.commands.replay",
+    "webhook_pipeline_ops.commands.dlq",
+    "webhook_pipeline_ops.commands.status",
+    "webhook_pipeline_ops.commands.records",
+    "webhook_pipeline_ops.commands.sources",
+    "webhook_pipeline_ops.commands.audit",
+    "webhook_pipeline_ops.commands.events",
     "webhook_pipeline_ops.commands.cost",
     "webhook_pipeline_ops.commands.chaos",
-    "webhook_pipeline_ops.local.commands",
+    "webhook_pipeline_ops.commands.local",
+    "webhook_pipeline_ops.commands.send",
     "webhook_pipeline_ops.commands.console",
 )
 #: Exit code when stdout was closed by the reader (128 + SIGPIPE, like other CLI tools).

@@ -22,7 +22,7 @@ def _providers() -> dict[str, Provider]:
     sources file cannot be read)."""
     from webhook_pipeline.errors import ConfigurationError
 
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     try:
         return {name: s.provider for name, s in example_sources().items()}

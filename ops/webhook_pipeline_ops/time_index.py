@@ -207,63 +207,76 @@ def iter_deliveries(
     botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError
         From DynamoDB (no index, throttling after retries, no connection).
     """
-    stats = stats if stats is not None else ReadStats()
     lo = time_bound(oldest)
     hi = time_bound(newest)
     if below_key is not None and below_key < hi:
         hi = below_key
     if hi < lo:
         return
-    expression, names, values = (filters or DeliveryFilters()).expression()
-    page_size = max(1, min(1000, page_size))
+    request = _query(table, lo, hi, filters, page_size)
+    walk = _Walk(client, request, below_key, stats if stats is not None else ReadStats())
     # The day of the newest key that can match (``hi`` itself is excluded), back to ``oldest``'s.
-    first = (datetime.fromisoformat(hi.split("#", 1)[0]) - timedelta(microseconds=1)).date()
+    day = (datetime.fromisoformat(hi.split("#", 1)[0]) - timedelta(microseconds=1)).date()
     last = datetime.fromisoformat(lo).date()
+    while day >= last:
+        yield from walk.day_items(day)
+        day -= timedelta(days=1)
 
-    def days() -> Iterator[date]:
-        day = first
-        while day >= last:
-            yield day
-            day -= timedelta(days=1)
 
-    def shard(day: date, number: int) -> Iterator[dict[str, Any]]:
-        request: dict[str, Any] = {
-            "TableName": table,
-            "IndexName": TIME_INDEX,
-            "KeyConditionExpression": "#shard = :shard AND #key BETWEEN :lo AND :hi",
-            "ExpressionAttributeNames": {"#shard": TIME_SHARD, "#key": TIME_KEY, **names},
-            "ExpressionAttributeValues": {
-                ":shard": {"S": f"{day.isoformat()}#{number}"},
-                ":lo": {"S": lo},
-                ":hi": {"S": hi},
-                **values,
-            },
-            "ScanIndexForward": False,
-            "Limit": page_size,
+def _query(
+    table: str, lo: str, hi: str, filters: DeliveryFilters | None, page_size: int
+) -> dict[str, Any]:
+    """The ``Query`` of one shard's keys in ``[lo, hi]``, newest first, without its ``:shard``."""
+    expression, names, values = (filters or DeliveryFilters()).expression()
+    return {
+        "TableName": table,
+        "IndexName": TIME_INDEX,
+        "KeyConditionExpression": "#shard = :shard AND #key BETWEEN :lo AND :hi",
+        "ExpressionAttributeNames": {"#shard": TIME_SHARD, "#key": TIME_KEY, **names},
+        "ExpressionAttributeValues": {":lo": {"S": lo}, ":hi": {"S": hi}, **values},
+        "ScanIndexForward": False,
+        "Limit": max(1, min(1000, page_size)),
+        **({"FilterExpression": expression} if expression else {}),
+    }
+
+
+@dataclass
+class _Walk:
+    """One walk of the index: ``request`` is the ``Query`` of every shard but its ``:shard``."""
+
+    client: DynamoDBClient
+    request: dict[str, Any]
+    below_key: str | None
+    stats: ReadStats
+
+    def shard(self, day: date, number: int) -> Iterator[dict[str, Any]]:
+        """The shard's items, ``received_key`` descending, page by page."""
+        request = dict(self.request)
+        values = request["ExpressionAttributeValues"]
+        request["ExpressionAttributeValues"] = {
+            ":shard": {"S": f"{day.isoformat()}#{number}"},
+            **values,
         }
-        if expression:
-            request["FilterExpression"] = expression
         while True:
-            response = client.query(**request)
-            stats.queries += 1
-            stats.scanned += int(response.get("ScannedCount", 0))
+            response = self.client.query(**request)
+            self.stats.queries += 1
+            self.stats.scanned += int(response.get("ScannedCount", 0))
             yield from response.get("Items", [])
             start = response.get("LastEvaluatedKey")
             if not start:
                 return
             request["ExclusiveStartKey"] = start
 
-    def day_items(day: date) -> Iterator[dict[str, Any]]:
+    def day_items(self, day: date) -> Iterator[dict[str, Any]]:
+        """The day's 8 shards merged by ``received_key``, as plain values."""
         merged = heapq.merge(
-            *(shard(day, n) for n in range(TIME_INDEX_SHARDS)),
+            *(self.shard(day, n) for n in range(TIME_INDEX_SHARDS)),
             key=lambda item: item[TIME_KEY]["S"],
             reverse=True,
         )
         for item in merged:
-            if item[TIME_KEY]["S"] != below_key:  # BETWEEN includes the cursor's own key
+            if item[TIME_KEY]["S"] != self.below_key:  # BETWEEN includes the cursor's own key
                 yield plain(item)
-
-    yield from itertools.chain.from_iterable(day_items(day) for day in days())
 
 
 def list_deliveries(
@@ -310,9 +323,8 @@ def list_deliveries(
     """
     if not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"limit must be within 1..{MAX_PAGE}, got {limit}")
-    below = decode_cursor(cursor) if cursor else None
     stats = ReadStats()
-    share = -(-2 * (limit + 1) // TIME_INDEX_SHARDS)  # ceil
+    share = -(-2 * (limit + 1) // TIME_INDEX_SHARDS)  # ceil; more per shard with filters:
     page_size = share if filters is None or not filters.active() else max(4 * share, 100)
     walk = iter_deliveries(
         client,
@@ -320,101 +332,13 @@ def list_deliveries(
         newest=newest,
         oldest=oldest,
         filters=filters,
-        below_key=below,
+        below_key=decode_cursor(cursor) if cursor else None,
         page_size=max(2, page_size),
         stats=stats,
     )
     items = list(itertools.islice(walk, limit + 1))
-    more = len(items) > limit
-    items = items[:limit]
-    next_cursor = encode_cursor(items[-1][TIME_KEY]) if more and items else None
-    return DeliveryPage(items=items, next_cursor=next_cursor, stats=stats)
-
-
-def resource_history(
-    client: DynamoDBClient,
-    table: str,
-    *,
-    source: str,
-    resource_key: str,
-    newest: datetime,
-    oldest: datetime,
-    max_items: int = 1000,
-    stats: ReadStats | None = None,
-) -> tuple[list[dict[str, Any]], bool]:
-    """The delivery records of one resource received in ``[oldest, newest)``, in sequence order
-    (ties by receipt).
-
-    The index has no resource key in its keys, so this walks the whole window with a filter on
-    (source, resource key): it reads every record of the window (one ``Query`` per shard and day
-    at least, then one per 1 MB or ``page_size`` items), which is cheap locally and on a quiet
-    table, and grows with the table's traffic, not with the resource's history; see
-    docs/operations.md for the figures and the index that would make it proportional.
-
-    Returns
-    -------
-    tuple[list[dict], bool]
-        The records (``sequence`` ascending) and whether ``max_items`` cut the list (then the
-        newest ``max_items`` are kept).
-    """
-    walk = iter_deliveries(
-        client,
-        table,
-        newest=newest,
-        oldest=oldest,
-        filters=DeliveryFilters(source=source, resource_key=resource_key),
-        page_size=1000,
-        stats=stats,
-    )
-    items = list(itertools.islice(walk, max_items + 1))
-    truncated = len(items) > max_items
-    items = items[:max_items]
-    receipt_watermarks(client, table, items, stats)
-    items.sort(key=lambda i: (i.get("sequence") is None, i.get("sequence") or 0, i[TIME_KEY]))
-    return items, truncated
-
-
-def receipt_watermarks(
-    client: DynamoDBClient,
-    table: str,
-    items: list[dict[str, Any]],
-    stats: ReadStats | None = None,
-    attempts: int = 5,
-) -> None:
-    """Set each item's ``watermark_at_receipt`` (when its record has one) from the table itself.
-
-    The ``ByReceivedTime`` index does not project it, and changing a deployed index's projection
-    means replacing the index (CloudFormation cannot delete and re-create an index of the same
-    name in one update): the records are read by key instead, with ``BatchGetItem`` (100 keys a
-    request, eventually consistent, only ``pk``, ``sk`` and the watermark). Unprocessed keys
-    are asked again, ``attempts`` times at most; records still unread keep no watermark.
-
-    Raises
-    ------
-    botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError
-        From DynamoDB.
-    """
-    by_key = {(i["pk"], i["sk"]): i for i in items if "pk" in i and "sk" in i}
-    keys = [{"pk": {"S": pk}, "sk": {"S": sk}} for pk, sk in by_key]
-    for start in range(0, len(keys), 100):
-        request: Any = {
-            table: {
-                "Keys": keys[start : start + 100],
-                "ProjectionExpression": "pk, sk, watermark_at_receipt",
-            }
-        }
-        for _ in range(attempts):
-            answer = client.batch_get_item(RequestItems=request)
-            for raw in answer.get("Responses", {}).get(table, []):
-                found = plain(raw)
-                if stats is not None:
-                    stats.base_reads += 1
-                if "watermark_at_receipt" in found:
-                    item = by_key[(found["pk"], found["sk"])]
-                    item["watermark_at_receipt"] = found["watermark_at_receipt"]
-            request = answer.get("UnprocessedKeys") or {}
-            if not request:
-                break
+    next_cursor = encode_cursor(items[limit - 1][TIME_KEY]) if len(items) > limit else None
+    return DeliveryPage(items=items[:limit], next_cursor=next_cursor, stats=stats)
 
 
 def plain(item: dict[str, Any]) -> dict[str, Any]:
@@ -439,7 +363,5 @@ __all__ = [
     "iter_deliveries",
     "list_deliveries",
     "plain",
-    "receipt_watermarks",
-    "resource_history",
     "time_bound",
 ]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops.local.stack import LOCAL_HOOKS_VARIABLE
+from webhook_pipeline_ops.local.functions import LOCAL_HOOKS_VARIABLE
 
 from tests.conftest import ROOT, free_port
 from tests.helpers import pid_alive

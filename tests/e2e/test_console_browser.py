@@ -321,7 +321,7 @@ def test_a_dlq_replay_dry_run_then_replay_moves_a_poison_message_back(
     local_stack: LocalStack, console: Console, browser: Any
 ) -> None:
     from webhook_pipeline_ops.local.demo import poison_envelope
-    from webhook_pipeline_ops.samples import payload
+    from webhook_pipeline_ops.simulator.deliveries import payload
 
     # Given a poison message (a claim-check envelope whose body is missing) in the DLQ
     delivery_id = f"evt_{uuid.uuid4().hex[:20]}"
@@ -410,8 +410,8 @@ def test_a_dlq_replay_dry_run_then_replay_moves_a_poison_message_back(
 def test_a_script_in_a_body_renders_as_text(
     local_stack: LocalStack, console: Console, browser: Any
 ) -> None:
-    from webhook_pipeline_ops import simulator
-    from webhook_pipeline_ops.samples import example_sources, payload
+    from webhook_pipeline_ops.simulator import sender
+    from webhook_pipeline_ops.simulator.deliveries import example_sources, payload
 
     # Given a signed Stripe delivery whose body holds a script, over the inline limit (so its
     # raw body is kept as a claim-check object and the console can show it)
@@ -423,8 +423,8 @@ def test_a_script_in_a_body_renders_as_text(
     doc["data"]["object"]["padding"] = "p" * 160_000
     raw = json.dumps(doc).encode()
     source = example_sources()["stripe"]
-    planned = simulator.Planned(source, delivery_id, "cus_script", 1, None, raw, headers)
-    outcome = simulator.deliver(
+    planned = sender.Planned(source, delivery_id, "cus_script", 1, None, raw, headers)
+    outcome = sender.deliver(
         planned, base_url=local_stack.api_url, secret=local_stack.secrets["stripe"], timeout=30,
         retries=0,
     )  # fmt: skip

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from webhook_pipeline_ops.local.http_gateway import Gateway, Route
-from webhook_pipeline_ops.local.provision import FunctionSpec, HttpRoute
+from webhook_pipeline_ops.local.resources import FunctionSpec, HttpRoute
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 import requests
-from webhook_pipeline_ops.samples import example_sources, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import example_sources, signed_delivery
 
 from tests.conftest import free_port
 from tests.e2e.conftest import LocalStack, running_local_stack, wait_for

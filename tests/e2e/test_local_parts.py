@@ -18,12 +18,12 @@ import boto3
 import pytest
 from webhook_pipeline_ops.local.http_gateway import Gateway, Route
 from webhook_pipeline_ops.local.poller import SqsPoller
-from webhook_pipeline_ops.local.provision import (
+from webhook_pipeline_ops.local.provision import provision
+from webhook_pipeline_ops.local.resources import (
     FunctionSpec,
     HttpRoute,
     QueueInfo,
     SqsEventSource,
-    provision,
 )
 
 from tests.conftest import REGION, ROOT

@@ -357,8 +357,8 @@ def test_simulator_mixed_traffic_every_unique_delivery_recorded_once(
 ) -> None:
     import random
 
-    from webhook_pipeline_ops.samples import example_sources
-    from webhook_pipeline_ops.simulator import plan, send_all
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
+    from webhook_pipeline_ops.simulator.sender import plan, send_all
 
     # Given every example source (one per provider), duplicates and out-of-order pairs on two
     # resources each

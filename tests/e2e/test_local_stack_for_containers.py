@@ -213,7 +213,7 @@ def test_without_the_option_nothing_listens_beyond_loopback(local_stack: LocalSt
     ],
 )
 def test_container_value(value: str, expected: str) -> None:
-    from webhook_pipeline_ops.local.stack import container_value
+    from webhook_pipeline_ops.local.containers import container_value
 
     assert container_value(value) == expected
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from webhook_pipeline_ops.samples import example_sources, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import example_sources, signed_delivery
 
 from tests.conftest import ROOT
 from tests.e2e.conftest import LocalStack, wait_for

@@ -15,7 +15,7 @@ import redis
 import requests
 from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.webhook_request import WebhookRequest
-from webhook_pipeline_ops.samples import example_sources, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import example_sources, signed_delivery
 
 from tests.e2e.conftest import LocalStack, wait_for
 from tests.e2e.test_local_stack import delivery_items, recorded

@@ -40,7 +40,7 @@ def make_ingest(
 def ingest(make_ingest: Callable[..., IngestHarness]) -> IngestHarness:
     """The ingest function serving what the local stack serves: ``sources.toml`` and, as
     ``SOURCES_CATALOGUE`` does there, every other provider under its own name (the sources of
-    :func:`webhook_pipeline_ops.samples.example_sources`)."""
+    :func:`webhook_pipeline_ops.simulator.deliveries.example_sources`)."""
     return make_ingest(SOURCES_CATALOGUE="true")
 
 

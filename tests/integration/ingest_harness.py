@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from webhook_pipeline_ops.samples import DEV_SECRETS, dev_secret_value, example_sources
+from webhook_pipeline_ops.simulator.deliveries import DEV_SECRETS, dev_secret_value, example_sources
 
 from tests.helpers import FakeContext
 

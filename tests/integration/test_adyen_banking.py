@@ -10,7 +10,11 @@ import json
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.integration.ingest_harness import IngestHarness
 

@@ -13,7 +13,11 @@ from typing import Any
 import boto3
 import pytest
 from webhook_pipeline_ops import cli
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.helpers import create_deliveries_table, load_function
 from tests.integration.ingest_harness import IngestHarness

@@ -18,7 +18,11 @@ import pytest
 import redis
 from botocore.exceptions import ClientError
 from webhook_pipeline.errors import ConfigurationError
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.helpers import metric_total
 from tests.integration.ingest_harness import SECRETS_PREFIX, IngestHarness

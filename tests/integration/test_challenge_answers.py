@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops.samples import request_event
+from webhook_pipeline_ops.simulator.deliveries import request_event
 
 from tests.integration.ingest_harness import IngestHarness
 

@@ -28,7 +28,7 @@ from webhook_pipeline_ops.cli import build_parser
 from webhook_pipeline_ops.console.app import create_app
 from webhook_pipeline_ops.console.backend import Backend, Target
 from webhook_pipeline_ops.console.server import ConsoleServer, bind
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     SampleDelivery,
     example_sources,
     http_api_event,

@@ -17,7 +17,11 @@ import redis
 from webhook_pipeline.adapters.redis_gate import RedisGate, redis_client
 from webhook_pipeline.errors import GateUnavailableError
 from webhook_pipeline.ingest.claims import Claim, ClaimOutcome, gate_key
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.conftest import free_port
 

@@ -30,7 +30,7 @@ from webhook_pipeline.hooks import registry
 from webhook_pipeline.ingest.claims import gate_key
 from webhook_pipeline.providers.crypto import hmac_digest
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     DEV_SECRETS,
     SampleDelivery,
     example_sources,

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from webhook_pipeline.providers.builtin.vonage import mint
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     SampleDelivery,
     example_sources,
     http_api_event,

@@ -17,7 +17,11 @@ from collections.abc import Callable, Iterator
 import pytest
 from webhook_pipeline_ops import aws as ops_aws
 from webhook_pipeline_ops.cli import main
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.integration.ingest_harness import IngestHarness
 from tests.integration.pipeline_harness import Pipeline, build_pipeline

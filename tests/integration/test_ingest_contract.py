@@ -10,7 +10,7 @@ import json
 
 import pytest
 from webhook_pipeline.fields import body_digest, json_array_items, parse_body
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     example_sources,
     http_api_event,
     rest_api_event,
@@ -329,7 +329,7 @@ def test_meta_notification_is_accepted_and_deduplicated_on_its_body_digest(inges
 
 
 def test_meta_get_hub_challenge_is_answered_as_plain_text_with_the_right_token(ingest) -> None:
-    from webhook_pipeline_ops.samples import dev_verify_token, subscription_get_event
+    from webhook_pipeline_ops.simulator.deliveries import dev_verify_token, subscription_get_event
 
     ok = ingest.invoke(
         subscription_get_event(
@@ -355,7 +355,7 @@ def test_meta_get_hub_challenge_is_answered_as_plain_text_with_the_right_token(i
 
 
 def test_get_to_a_source_without_a_handshake_is_405(ingest) -> None:
-    from webhook_pipeline_ops.samples import subscription_get_event
+    from webhook_pipeline_ops.simulator.deliveries import subscription_get_event
 
     response = ingest.invoke(subscription_get_event("github", {"hub.mode": "subscribe"}))
     assert response["statusCode"] == 405

@@ -17,7 +17,11 @@ from webhook_pipeline.adapters.redis_gate import CLAIM_SCRIPT as CLAIM
 from webhook_pipeline.adapters.redis_gate import CONFIRM_SCRIPT as CONFIRM
 from webhook_pipeline.adapters.redis_gate import RedisGate
 from webhook_pipeline.ingest.claims import Claim, ClaimOutcome, gate_key
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.helpers import data_commands, metric_total
 from tests.integration.ingest_harness import IngestHarness

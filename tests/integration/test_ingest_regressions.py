@@ -7,7 +7,11 @@ import json
 
 import boto3
 import pytest
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.integration.ingest_harness import SECRETS_PREFIX, IngestHarness
 
@@ -96,7 +100,7 @@ def test_resource_key_limit_counts_utf8_bytes(ingest: IngestHarness) -> None:
 
 
 def test_a_malformed_previous_secret_is_503_for_forged_requests_not_500(make_ingest) -> None:
-    from webhook_pipeline_ops.samples import DEV_SECRETS
+    from webhook_pipeline_ops.simulator.deliveries import DEV_SECRETS
 
     boto3.client("secretsmanager").put_secret_value(
         SecretId=f"{SECRETS_PREFIX}standard-webhooks",

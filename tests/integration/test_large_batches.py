@@ -20,7 +20,11 @@ import redis
 from webhook_pipeline.adapters.sqs import SqsQueue
 from webhook_pipeline.envelope import Envelope
 from webhook_pipeline.ingest.claims import gate_key
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.helpers import FakeContext
 from tests.integration.ingest_harness import IngestHarness

@@ -17,6 +17,7 @@ from moto import mock_aws
 from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 from webhook_pipeline.adapters.dynamodb_items import TIME_INDEX_SHARDS
 from webhook_pipeline.process.model import DeliveryRecord
+from webhook_pipeline_ops.resource_history import resource_history
 from webhook_pipeline_ops.time_index import (
     DeliveryFilters,
     InvalidCursorError,
@@ -24,7 +25,6 @@ from webhook_pipeline_ops.time_index import (
     encode_cursor,
     iter_deliveries,
     list_deliveries,
-    resource_history,
 )
 
 from tests.helpers import create_deliveries_table

@@ -21,7 +21,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from webhook_pipeline.hooks import Effects, HookEvent
 from webhook_pipeline.settings import AwsClientSettings
-from webhook_pipeline_ops.commands_replay import lambda_config
+from webhook_pipeline_ops.commands.replay import lambda_config
 from webhook_pipeline_ops.local.faults import (
     CRASH_EXIT_STATUS,
     FAULTS_DIR_VARIABLE,
@@ -29,7 +29,7 @@ from webhook_pipeline_ops.local.faults import (
     InjectedHookFailure,
 )
 from webhook_pipeline_ops.local.moto_server import MotoProcess
-from webhook_pipeline_ops.local.provision import FunctionSpec
+from webhook_pipeline_ops.local.resources import FunctionSpec
 from webhook_pipeline_ops.local.runtime import FunctionError, LocalFunction
 
 CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from webhook_pipeline_ops.local.http_gateway import Gateway, Route
-from webhook_pipeline_ops.local.provision import FunctionSpec, HttpRoute
+from webhook_pipeline_ops.local.resources import FunctionSpec, HttpRoute
 from webhook_pipeline_ops.local.runtime import FunctionError, FunctionUnavailable, LocalFunction
 
 HANDLER = """
@@ -176,7 +176,7 @@ def handler(event, context):
 LOUD_DRIVER = """
 import sys, threading
 from pathlib import Path
-from webhook_pipeline_ops.local.provision import FunctionSpec
+from webhook_pipeline_ops.local.resources import FunctionSpec
 from webhook_pipeline_ops.local.runtime import LocalFunction
 
 code = Path(sys.argv[1])

@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.settings import IngestSettings
-from webhook_pipeline_ops.local.stack import CONTAINER_MIN_TOLERANCE_SECONDS, container_environment
-from webhook_pipeline_ops.sample_events import build_events
+from webhook_pipeline_ops.local.containers import (
+    CONTAINER_MIN_TOLERANCE_SECONDS,
+    container_environment,
+)
+from webhook_pipeline_ops.simulator.event_files import build_events
 
 from tests.integration.ingest_harness import IngestHarness
 

@@ -23,7 +23,7 @@ import redis
 from botocore.exceptions import ClientError
 from webhook_pipeline.errors import ConfigurationError
 from webhook_pipeline.ingest.claims import gate_key
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     dev_secret_value,
     example_sources,
     http_api_event,
@@ -257,7 +257,7 @@ def batch_ingest(make_ingest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def batch_event(events: list[dict[str, Any]]) -> dict[str, Any]:
-    from webhook_pipeline_ops.samples import SampleDelivery
+    from webhook_pipeline_ops.simulator.deliveries import SampleDelivery
 
     body = json.dumps(events, separators=(",", ":")).encode() + b"\r\n"
     digest = __import__("hmac").new(b"throwaway-secret", body, "sha256").hexdigest()
@@ -419,7 +419,7 @@ def _throttled(**_: Any) -> Any:
 
 
 def single_event(name: str, delivery_id: str = "e1", secret: str = "throwaway-secret") -> Any:
-    from webhook_pipeline_ops.samples import SampleDelivery
+    from webhook_pipeline_ops.simulator.deliveries import SampleDelivery
 
     body = json.dumps({"id": delivery_id, "event": "x", "resource": "r", "timestamp": 1}).encode()
     digest = __import__("hmac").new(secret.encode(), body, "sha256").hexdigest()
@@ -476,7 +476,7 @@ def test_handshakes_touch_neither_redis_nor_aws_queues_and_are_counted(
     aws_calls: list[tuple[str, str]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from webhook_pipeline_ops.sample_events import handshake_event
+    from webhook_pipeline_ops.simulator.event_files import handshake_event
 
     ingest.invoke(http_api_event(signed_delivery(SOURCES["github"])))  # warm
     counted_redis.config_resetstat()
@@ -503,7 +503,7 @@ def test_handshakes_touch_neither_redis_nor_aws_queues_and_are_counted(
 
 
 def test_a_signed_handshake_with_a_bad_signature_is_401(ingest: IngestHarness) -> None:
-    from webhook_pipeline_ops.sample_events import handshake_event
+    from webhook_pipeline_ops.simulator.event_files import handshake_event
 
     source = SOURCES["slack"]
     event = handshake_event(source, source.provider.handshakes[0], int(time.time()))

@@ -13,10 +13,10 @@ from pathlib import Path
 import boto3
 import pytest
 from webhook_pipeline.providers import all_providers, load_provider_modules
-from webhook_pipeline_ops.local.stack import seed_secrets
-from webhook_pipeline_ops.sample_events import build_events
-from webhook_pipeline_ops.samples import example_sources
-from webhook_pipeline_ops.simulator import plan
+from webhook_pipeline_ops.local.dev_secrets import seed_secrets
+from webhook_pipeline_ops.simulator.deliveries import example_sources
+from webhook_pipeline_ops.simulator.event_files import build_events
+from webhook_pipeline_ops.simulator.sender import plan
 
 from tests.provider_fixtures import write_provider_module
 
@@ -87,8 +87,8 @@ def test_the_simulator_signs_each_resend_afresh_even_within_one_second() -> None
     # token (the ingest refuses a reused token as replay_detected).
     import random
 
-    from webhook_pipeline_ops.samples import example_sources
-    from webhook_pipeline_ops.simulator import signed_request
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
+    from webhook_pipeline_ops.simulator.sender import signed_request
 
     (planned,) = plan([example_sources()["mailgun"]], count=1, rng=random.Random(3))
     first, again = (signed_request(planned, "key-1", attempt) for attempt in (0, 1))

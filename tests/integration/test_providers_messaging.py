@@ -13,13 +13,13 @@ from typing import Any
 import boto3
 import pytest
 import redis
-from webhook_pipeline_ops.sample_events import handshake_event
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     dev_secret_value,
     example_sources,
     http_api_event,
     signed_delivery,
 )
+from webhook_pipeline_ops.simulator.event_files import handshake_event
 
 from tests.integration.ingest_harness import SECRETS_PREFIX, IngestHarness
 

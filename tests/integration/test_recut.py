@@ -22,7 +22,7 @@ import pytest
 from webhook_pipeline.errors import VerificationError
 from webhook_pipeline.providers import provider_class
 from webhook_pipeline.webhook_request import WebhookRequest
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     SampleDelivery,
     example_sources,
     http_api_event,

@@ -23,7 +23,11 @@ import pytest
 import redis
 from webhook_pipeline.adapters.redis_gate import RedisGate
 from webhook_pipeline.ingest.claims import Claim, ClaimOutcome, gate_key
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.conftest import RedisServer, free_port
 from tests.integration.ingest_harness import IngestHarness

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from webhook_pipeline_ops.local.http_gateway import build_event
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     SampleDelivery,
     example_sources,
     http_api_event,

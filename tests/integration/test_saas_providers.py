@@ -17,14 +17,14 @@ import pytest
 import redis
 from webhook_pipeline.fields import json_array_items
 from webhook_pipeline.providers import all_providers
-from webhook_pipeline_ops.sample_events import handshake_event
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     SampleDelivery,
     example_sources,
     http_api_event,
     request_event,
     signed_delivery,
 )
+from webhook_pipeline_ops.simulator.event_files import handshake_event
 
 from tests.helpers import metric_total
 from tests.integration.ingest_harness import IngestHarness

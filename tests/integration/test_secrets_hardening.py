@@ -17,7 +17,11 @@ import pytest
 from webhook_pipeline.errors import SecretInvalidError
 from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline_ops import cli
-from webhook_pipeline_ops.samples import example_sources, http_api_event, signed_delivery
+from webhook_pipeline_ops.simulator.deliveries import (
+    example_sources,
+    http_api_event,
+    signed_delivery,
+)
 
 from tests.helpers import metric_total
 from tests.integration.ingest_harness import SECRETS_PREFIX

@@ -216,7 +216,7 @@ def _template_table_schema() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def aws_resources(moto_port: int) -> dict[str, str]:
     """The resources the functions use, created in the moto server; their container-side names."""
-    from webhook_pipeline_ops.samples import DEV_SECRETS
+    from webhook_pipeline_ops.simulator.deliveries import DEV_SECRETS
 
     sqs = _client("sqs", moto_port)
     dlq_url = sqs.create_queue(QueueName=NAMES["dlq"])["QueueUrl"]

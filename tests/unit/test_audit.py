@@ -8,13 +8,9 @@ from typing import Any
 
 import pytest
 from webhook_pipeline_ops.audit import Accepted, reconcile
+from webhook_pipeline_ops.audit_evidence import INSIGHTS_LIMIT, from_insights, from_log_lines
 from webhook_pipeline_ops.aws import OpsError
-from webhook_pipeline_ops.commands_audit import (
-    INSIGHTS_LIMIT,
-    from_insights,
-    from_log_lines,
-    parse_time,
-)
+from webhook_pipeline_ops.commands.audit import parse_time
 
 pytestmark = pytest.mark.unit
 

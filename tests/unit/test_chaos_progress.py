@@ -12,10 +12,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from webhook_pipeline_ops import simulator
 from webhook_pipeline_ops.chaos.run import Run
 from webhook_pipeline_ops.chaos.traffic import AttemptLog, Copy
 from webhook_pipeline_ops.commands import chaos as commands_chaos
+from webhook_pipeline_ops.simulator import sender as simulator
 
 pytestmark = pytest.mark.unit
 

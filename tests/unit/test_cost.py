@@ -25,7 +25,7 @@ from webhook_pipeline_ops.cost.template import access_log_bytes, template_settin
 from webhook_pipeline_ops.cost.usage import Scenario, Usage
 from webhook_pipeline_ops.cost.variants import VARIANTS
 from webhook_pipeline_ops.cost.xray import sampled
-from webhook_pipeline_ops.local.provision import load_template
+from webhook_pipeline_ops.local.template import load_template
 
 pytestmark = pytest.mark.unit
 

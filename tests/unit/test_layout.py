@@ -1,9 +1,9 @@
 """The code a newcomer walks stays walkable: module and function sizes, no import cycles.
 
 Limits (docs/architecture.md): no module over 400 lines and no function over 60 lines in
-``layers/`` and ``functions/``, unless the module docstring gives a one-line reason starting with
-``(Over 400 lines:`` or ``(Functions over 60 lines:``; no cycle among the module-level imports of
-``webhook_pipeline`` and ``webhook_pipeline_ops``.
+``layers/``, ``functions/`` and ``ops/``, unless the module docstring gives a one-line reason
+starting with ``(Over 400 lines:`` or ``(Functions over 60 lines:``; no cycle among the
+module-level imports of ``webhook_pipeline`` and ``webhook_pipeline_ops``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,21 @@ PACKAGES = {
 }
 
 
+OPS = ROOT / "ops" / "webhook_pipeline_ops"
+#: TEMPORARY (issue 22 item 1): the one ops/ module not yet held to the limits. The moto patches
+#: (418 lines; the patched ``transact_write_items`` mirrors moto's own 81-line method) are all
+#: still needed on moto 5.2.5 (docs/local-stack.md, "Which moto patches are still needed"); remove
+#: this entry once the module is split.
+NOT_YET_SIZED = ("local/moto_patches.py",)
+
+
 def sized_files() -> list[Path]:
-    return sorted([*(ROOT / "layers").rglob("*.py"), *(ROOT / "functions").rglob("*.py")])
+    ops = [
+        path
+        for path in OPS.rglob("*.py")
+        if not path.relative_to(OPS).as_posix().startswith(NOT_YET_SIZED)
+    ]
+    return sorted([*(ROOT / "layers").rglob("*.py"), *(ROOT / "functions").rglob("*.py"), *ops])
 
 
 def docstring(tree: ast.Module) -> str:
@@ -125,6 +138,20 @@ def test_no_module_over_400_lines_without_a_reason() -> None:
 
 def test_no_function_over_60_lines_without_a_reason() -> None:
     assert oversized_functions(sized_files()) == []
+
+
+def test_ops_is_sized_but_for_the_temporary_exceptions() -> None:
+    sized = {path.relative_to(OPS).as_posix() for path in sized_files() if OPS in path.parents}
+    assert {
+        "cli.py",
+        "commands/local.py",
+        "commands/chaos.py",
+        "chaos/reconcile.py",
+        "local/stack.py",
+        "local/http_gateway.py",
+        "simulator/sender.py",
+    } <= sized
+    assert "local/moto_patches.py" not in sized
 
 
 def test_no_import_cycles() -> None:

@@ -81,7 +81,7 @@ def test_a_source_may_not_record_or_forward_a_credential(
 def test_dlq_peek_shows_the_body_and_the_envelope_with_the_credential_redacted() -> None:
     from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
     from webhook_pipeline.replay.ports import DlqMessage
-    from webhook_pipeline_ops.commands_dlq import describe
+    from webhook_pipeline_ops.dlq_peek import describe
 
     raw = b'{"lead_id":"L1","google_key":"gk-marker-value","is_test":true}'
     envelope = Envelope(
@@ -116,7 +116,7 @@ def test_a_body_with_an_escaped_lone_surrogate_is_shown_redacted_and_encodable()
 def test_dlq_peek_shows_a_body_with_an_escaped_lone_surrogate_redacted() -> None:
     from webhook_pipeline.envelope import Envelope, sha256_hex, utcnow
     from webhook_pipeline.replay.ports import DlqMessage
-    from webhook_pipeline_ops.commands_dlq import describe
+    from webhook_pipeline_ops.dlq_peek import describe
 
     raw = b'{"lead_id":"L1","google_key":"gk-marker-value","n":"x\\udfff"}'
     envelope = Envelope(

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from webhook_pipeline_ops.sample_events import FIXED_TIME, build_events
-from webhook_pipeline_ops.samples import example_sources
+from webhook_pipeline_ops.simulator.deliveries import example_sources
+from webhook_pipeline_ops.simulator.event_files import FIXED_TIME, build_events
 
 pytestmark = pytest.mark.unit
 

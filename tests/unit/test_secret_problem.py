@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from webhook_pipeline.source_secrets import SecretProblem, SourceSecret
-from webhook_pipeline_ops.samples import example_sources
+from webhook_pipeline_ops.simulator.deliveries import example_sources
 
 VALID = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 INVALID = "whsec_!!!!"

@@ -101,8 +101,8 @@ class Run:
 
     # -- traffic -------------------------------------------------------------------------------
     def plan(self, names: list[str]) -> list[tuple[Any, bool]]:
-        from webhook_pipeline_ops.samples import example_sources
-        from webhook_pipeline_ops.simulator import plan
+        from webhook_pipeline_ops.simulator.deliveries import example_sources
+        from webhook_pipeline_ops.simulator.sender import plan
 
         rng = random.Random(self.args.seed)  # noqa: S311 - traffic shaping
         sources = example_sources()
@@ -128,7 +128,7 @@ class Run:
 
     def copies_of(self, order: list[tuple[Any, bool]]) -> list[Copy]:
         """One :class:`Copy` per planned send, with the resource key the pipeline records."""
-        from webhook_pipeline_ops.simulator import recorded_resource_key
+        from webhook_pipeline_ops.simulator.sender import recorded_resource_key
 
         keys: dict[int, str | None] = {}
         copies: list[Copy] = []
@@ -208,7 +208,7 @@ class Run:
         return copies, time.monotonic() - started
 
     def deliver(self, planned: Any, copy: Copy) -> None:
-        from webhook_pipeline_ops.simulator import post, signed_request, source_url
+        from webhook_pipeline_ops.simulator.sender import post, signed_request, source_url
 
         url = source_url(self.outputs["ApiUrl"], planned.source.name)
         secret = self.secrets[planned.source.name]

@@ -112,7 +112,7 @@ def register(subparsers: Any) -> None:
 
 def _usage_error(args: argparse.Namespace, kinds: list[str]) -> str | None:
     """What is wrong with the arguments (``None``: nothing); sets ``args.sources``."""
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     names = [n.strip() for item in (args.source or []) for n in item.split(",") if n.strip()]
     args.sources = names or list(DEFAULT_SOURCES)

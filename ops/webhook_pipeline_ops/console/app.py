@@ -89,7 +89,7 @@ def create_app(backend: Backend, *, allowed_hosts: list[str], token: str) -> Any
 
 
 def _known_sources() -> list[str]:
-    from webhook_pipeline_ops.commands_records import known_sources
+    from webhook_pipeline_ops.delivery_records import known_sources
 
     return known_sources() or []
 

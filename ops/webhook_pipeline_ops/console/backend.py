@@ -1,10 +1,10 @@
 """What the console reads and runs, through the CLI's own functions.
 
 Nothing here re-implements a lookup, the peek or the replay: records come from
-:mod:`webhook_pipeline_ops.commands_records` (the processor's ``DynamoDBDeliveryStore``), lists
+:mod:`webhook_pipeline_ops.delivery_records` (the processor's ``DynamoDBDeliveryStore``), lists
 from :mod:`webhook_pipeline_ops.time_index`, DLQ rows from
-:func:`webhook_pipeline_ops.commands_dlq.peek_rows`, queue counters from
-:func:`webhook_pipeline_ops.commands_status.queue_status`, replays from
+:func:`webhook_pipeline_ops.dlq_peek.peek_rows`, queue counters from
+:func:`webhook_pipeline_ops.queue_status.queue_status`, replays from
 :class:`webhook_pipeline_ops.console.jobs.ReplayJobs`.
 """
 
@@ -16,7 +16,11 @@ from typing import Any
 
 from webhook_pipeline.adapters.sqs_replay import queue_attributes, queue_depth
 
-from webhook_pipeline_ops import commands_dlq, commands_records, commands_status, time_index
+from webhook_pipeline_ops import delivery_records as records
+from webhook_pipeline_ops import dlq_peek as dlq
+from webhook_pipeline_ops import queue_status as status
+from webhook_pipeline_ops import resource_history as history
+from webhook_pipeline_ops import time_index
 from webhook_pipeline_ops.aws import Aws, describe_aws_error
 from webhook_pipeline_ops.console import bodies, health
 from webhook_pipeline_ops.console.jobs import ReplayJobs
@@ -132,7 +136,7 @@ class Backend:
 
     def delivery(self, source: str, delivery_id: str) -> dict[str, Any] | None:
         """The delivery record (strongly consistent), or ``None``."""
-        return commands_records.get_delivery(self.aws, source, delivery_id)
+        return records.get_delivery(self.aws, source, delivery_id)
 
     def delivery_body(self, record: dict[str, Any]) -> bodies.BodyView | None:
         """The delivery's raw body from the payload bucket, when it is still there."""
@@ -149,15 +153,15 @@ class Backend:
 
     def resource(self, source: str, key: str) -> dict[str, Any] | None:
         """The resource item (watermark), or ``None``."""
-        return commands_records.get_resource(self.aws, source, key)
+        return records.get_resource(self.aws, source, key)
 
     def resource_history(
         self, source: str, key: str, *, newest: datetime, oldest: datetime, max_items: int
     ) -> tuple[list[dict[str, Any]], bool, time_index.ReadStats]:
         """The resource's delivery records of the window in sequence order (see
-        :func:`webhook_pipeline_ops.time_index.resource_history` for what it reads)."""
+        :func:`webhook_pipeline_ops.resource_history.resource_history` for what it reads)."""
         stats = time_index.ReadStats()
-        items, truncated = time_index.resource_history(
+        items, truncated = history.resource_history(
             self.ddb,
             self.table,
             source=source,
@@ -172,7 +176,7 @@ class Backend:
     # -- DLQ -----------------------------------------------------------------------------------
     def dlq_messages(self, max_messages: int) -> list[dict[str, Any]]:
         """DLQ messages with their failure reasons and bodies, not consumed (``dlq peek``)."""
-        return commands_dlq.peek_rows(self.aws, max_messages, show_body=True)
+        return dlq.peek_rows(self.aws, max_messages, show_body=True)
 
     def dlq_depth(self) -> int | None:
         """Approximate DLQ depth (visible + in flight + delayed)."""
@@ -182,7 +186,7 @@ class Backend:
     def queue_status(self) -> list[dict[str, Any]]:
         """``webhook-pipeline status`` rows of both queues."""
         return [
-            commands_status.queue_status(self.aws, label, url)
+            status.queue_status(self.aws, label, url)
             for label, url in (("main", self.queue_url), ("dlq", self.dlq_url))
         ]
 

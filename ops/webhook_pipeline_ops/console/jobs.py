@@ -1,6 +1,6 @@
 """Replays started from the console: one at a time, on a thread, with live progress.
 
-A job runs :func:`webhook_pipeline_ops.commands_replay.run_direct` (the CLI's direct replay, i.e.
+A job runs :func:`webhook_pipeline_ops.direct_replay.run_direct` (the CLI's direct replay, i.e.
 :func:`webhook_pipeline.replay.run.replay` against SQS) with a :class:`SelectionFilter`: the
 deliveries the operator ticked on the DLQ page. Only one job runs at a time: two replays of the
 same DLQ would hide messages from each other.
@@ -21,7 +21,7 @@ from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayFilter, ReplayRequest
 
 from webhook_pipeline_ops.aws import Aws
-from webhook_pipeline_ops.commands_replay import Tally, run_direct
+from webhook_pipeline_ops.direct_replay import Tally, run_direct
 
 #: Finished jobs kept for their report.
 KEPT_JOBS = 20

@@ -122,7 +122,7 @@ def load_usage(
     OpsError
         The inputs file or the template is missing or unreadable, or an input is missing.
     """
-    from webhook_pipeline_ops.local.provision import load_template
+    from webhook_pipeline_ops.local.template import load_template
 
     base = root()
     inputs_path = inputs_path or base / "bench" / "results" / "cost_inputs.json"

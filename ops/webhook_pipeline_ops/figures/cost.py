@@ -63,7 +63,7 @@ class Model:
 @functools.cache
 def template() -> Any:
     """template.yaml parsed (once a run)."""
-    from webhook_pipeline_ops.local.provision import load_template
+    from webhook_pipeline_ops.local.template import load_template
 
     return load_template(ROOT / "template.yaml")
 

@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from starlette.requests import Request
 
-from webhook_pipeline_ops.local.provision import HttpRoute
+from webhook_pipeline_ops.local.resources import HttpRoute
 from webhook_pipeline_ops.local.runtime import LocalFunction
 
 _TEXT_TYPES = re.compile(
@@ -101,31 +101,20 @@ def build_event(
     query: dict[str, str] = {}
     for k, v in parse_qsl(split.query, keep_blank_values=True):
         query[k] = f"{query[k]},{v}" if k in query else v
-    now = datetime.now(UTC)
+    http = {
+        "method": method,
+        "path": split.path,
+        "protocol": "HTTP/1.1",
+        "sourceIp": source_ip,
+        "userAgent": folded.get("user-agent", ""),
+    }
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route_key,
         "rawPath": split.path,
         "rawQueryString": split.query,
         "headers": folded,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "local",
-            "domainName": host,
-            "domainPrefix": host.split(".")[0].split(":")[0],
-            "http": {
-                "method": method,
-                "path": split.path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": source_ip,
-                "userAgent": folded.get("user-agent", ""),
-            },
-            "requestId": _request_id(),
-            "routeKey": route_key,
-            "stage": "$default",
-            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "timeEpoch": int(now.timestamp() * 1000),
-        },
+        "requestContext": _request_context(host, route_key, http),
         "isBase64Encoded": False,
     }
     if cookies:
@@ -137,6 +126,23 @@ def build_event(
     if body:
         _put_body(event, folded.get("content-type"), body)
     return event
+
+
+def _request_context(host: str, route_key: str, http: dict[str, str]) -> dict[str, Any]:
+    """The 2.0 event's ``requestContext``: this request's id and time, the local API's names."""
+    now = datetime.now(UTC)
+    return {
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": host,
+        "domainPrefix": host.split(".")[0].split(":")[0],
+        "http": http,
+        "requestId": _request_id(),
+        "routeKey": route_key,
+        "stage": "$default",
+        "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+        "timeEpoch": int(now.timestamp() * 1000),
+    }
 
 
 def _multi(pairs: list[tuple[str, str]]) -> tuple[dict[str, str], dict[str, list[str]]]:

@@ -29,17 +29,20 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from webhook_pipeline.sources import ResolvedSource
 
 from webhook_pipeline_ops.local import OUTPUTS_FILE, STATE_DIR_ENV, state_dir
-from webhook_pipeline_ops.local.stack import (
-    StackError,
-    read_ready,
-    read_secrets,
-    start_background,
-    stop_running,
-)
+from webhook_pipeline_ops.local.background import start_background, stop_running
+from webhook_pipeline_ops.local.dev_secrets import read_secrets
+from webhook_pipeline_ops.local.options import StackError, background_argv
+from webhook_pipeline_ops.local.state_files import read_ready
 from webhook_pipeline_ops.output import command_name
+from webhook_pipeline_ops.simulator.outcomes import Planned, Summary
+from webhook_pipeline_ops.simulator.sender import send_all
 
 # A running stack with a longer visibility timeout is not used (see step 1).
 MAX_SHARED_VISIBILITY_SECONDS = 10
@@ -113,13 +116,47 @@ def poison_envelope(
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from webhook_pipeline_ops import simulator
-    from webhook_pipeline_ops.commands_records import get_delivery
-    from webhook_pipeline_ops.local.commands import background_argv
-    from webhook_pipeline_ops.samples import example_sources, new_id, payload
-
+    """The scenario of the module docstring, step by step; 0 when every step's outcome is the
+    expected one (new 202s, three duplicate 200s, the older event stale, the poison replayed)."""
     if args.state_dir:
         os.environ[STATE_DIR_ENV] = str(args.state_dir)
+    started = _stack(args)
+    if started is None:
+        return 1
+    ready, private_dir = started
+    _say(f"local stack: {ready['api_url']} (pid {ready['pid']})")
+    demo = Demo.connect(ready)
+    firsts, first, dups = demo.providers_with_duplicates()
+    newer, older = demo.out_of_order(firsts[0].resource)
+    everything = [*firsts, newer, older]
+    wait_until(lambda: all(demo.recorded(p) for p in everything), timeout=60)
+    poisoned = demo.poison_to_dlq()
+    if poisoned is None:
+        return 1
+    poison, key = poisoned
+    applied = demo.fix_and_replay(poison, key)
+    demo.show_results([*everything, poison], firsts[0].resource, poison.resource)
+    summary = {
+        "new": first.as_dict()["accepted_202"],
+        "duplicates_answered_200": dups.as_dict()["duplicate_200"],
+        "stale": (demo.recorded(older) or {}).get("outcome") == "stale",
+        "poison_replayed_and_applied": (applied or {}).get("outcome") == "applied",
+    }
+    _say(f"\nsummary: {json.dumps(summary)}")
+    _finish(ready, private_dir)
+    ok = (
+        summary["new"] == len(firsts)
+        and summary["duplicates_answered_200"] == 3
+        and summary["stale"]
+        and summary["poison_replayed_and_applied"]
+    )
+    return 0 if ok else 1
+
+
+def _stack(args: argparse.Namespace) -> tuple[dict[str, Any], Path | None] | None:
+    """Step 1: the running stack's ``ready`` document, or a private stack's when the running
+    one's visibility timeout is too long, or one started in the background; with the private
+    state folder (``None``: a shared stack). ``None`` when it cannot start (said why)."""
     ready = read_ready()
     private_dir = None
     if (
@@ -147,146 +184,189 @@ def run_demo(args: argparse.Namespace) -> int:
             ready = start_background(background_argv(args), timeout=120)
         except StackError as exc:
             _say(f"webhook-pipeline local demo: {exc}")
-            return 1
-    _say(f"local stack: {ready['api_url']} (pid {ready['pid']})")
-    outputs = json.loads((state_dir() / OUTPUTS_FILE).read_text())
-    secrets = read_secrets()
-    sources = example_sources()
-    base_url = outputs["ApiUrl"]
-    aws = _aws()
-    visibility = int(ready.get("visibility_timeout") or 30)
-    receives = int(ready.get("max_receive_count") or 5)
+            return None
+    return ready, private_dir
 
-    now = int(time.time())
-    run = uuid.uuid4().hex[:6]
+
+@dataclass
+class Demo:
+    """What the demo's steps share: the stack's outputs, signing secrets and sources, an AWS
+    session at its moto server, its queue settings, and this run's time and tag."""
+
+    outputs: dict[str, Any]
+    secrets: dict[str, str]
+    sources: dict[str, ResolvedSource]
+    aws: Any
+    visibility: int
+    receives: int
+    now: int = field(default_factory=lambda: int(time.time()))
+    run: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
+
+    @classmethod
+    def connect(cls, ready: dict[str, Any]) -> Demo:
+        from webhook_pipeline_ops.simulator.deliveries import example_sources
+
+        return cls(
+            outputs=json.loads((state_dir() / OUTPUTS_FILE).read_text()),
+            secrets=read_secrets(),
+            sources=example_sources(),
+            aws=_aws(),
+            visibility=int(ready.get("visibility_timeout") or 30),
+            receives=int(ready.get("max_receive_count") or 5),
+        )
 
     def planned(
-        source: str, resource: str, sequence: int, event_type: str | None = None
-    ) -> simulator.Planned:
-        delivery_id = new_id(sources[source])
+        self, source: str, resource: str, sequence: int, event_type: str | None = None
+    ) -> Planned:
+        from webhook_pipeline_ops.simulator.deliveries import new_id, payload
+
+        delivery_id = new_id(self.sources[source])
         body, headers = payload(
-            sources[source],
+            self.sources[source],
             delivery_id=delivery_id,
             resource=resource,
             sequence=sequence,
             event_type=event_type,
         )
-        return simulator.Planned(
-            sources[source], delivery_id, resource, sequence, event_type, body, headers
+        return Planned(
+            self.sources[source], delivery_id, resource, sequence, event_type, body, headers
         )
 
-    def send(items: list[simulator.Planned], label: str) -> simulator.Summary:
-        summary = simulator.send_all(
-            items, base_url=base_url, secrets=secrets, rate=50, concurrency=1, timeout=10, retries=2
+    def send(self, items: list[Planned], label: str) -> Summary:
+        summary = send_all(
+            items,
+            base_url=self.outputs["ApiUrl"],
+            secrets=self.secrets,
+            rate=50,
+            concurrency=1,
+            timeout=10,
+            retries=2,
         )
         statuses = ", ".join(f"{o.planned.source.name}:{o.final.status}" for o in summary.outcomes)
         _say(f"  {label}: {statuses}")
         return summary
 
-    def recorded(p: simulator.Planned) -> dict[str, Any] | None:
-        return get_delivery(aws, p.source.name, p.delivery_id)
+    def recorded(self, p: Planned) -> dict[str, Any] | None:
+        from webhook_pipeline_ops.delivery_records import get_delivery
 
-    # -- 1. several providers, with duplicates ----------------------------------------------
-    customer = f"cus_demo_{run}"
-    firsts = [
-        planned("stripe", customer, now - 60, "customer.created"),
-        planned("github", f"repo_{run}", now),
-        planned("standard-webhooks", f"inv_{run}", now - 30, "invoice.paid"),
-        planned("slack", f"chan_{run}", now),
-        planned("shopify", f"ord_{run}", now - 20, "orders/create"),
-        planned("shopify", f"ord_{run}", now - 10, "orders/updated"),
-        planned("generic-hmac", f"thing_{run}", 1),
-    ]
-    n_sources = len({p.source.name for p in firsts})
-    _say(f"\n== 1. {len(firsts)} new deliveries from {n_sources} sources, then duplicates")
-    first = send(firsts, "new")
-    dups = send([firsts[1], firsts[3], firsts[6]], "duplicates (same delivery id and body)")
-    # -- 2. out of order ---------------------------------------------------------------------
-    _say("\n== 2. an out-of-order pair on one Stripe customer: the newer event arrives first")
-    newer = planned("stripe", customer, now - 5, "customer.updated")
-    older = planned("stripe", customer, now - 30, "customer.updated")
-    send([newer], "newer (sequence t-5)")
-    wait_until(lambda: recorded(newer), timeout=30)
-    send([older], "older (sequence t-30)")
-    everything = [*firsts, newer, older]
-    wait_until(lambda: all(recorded(p) for p in everything), timeout=60)
+        return get_delivery(self.aws, p.source.name, p.delivery_id)
 
-    # -- 3. the poison message ---------------------------------------------------------------
-    _say(
-        "\n== 3. one poison message: a claim-check envelope whose S3 body is missing; the "
-        "processor records it as malformed (retries cannot bring the body back), and restoring "
-        "the body fixes it without touching code"
-    )
-    poison = planned("stripe", f"cus_poison_{run}", now - 1, "customer.deleted")
-    message, key = poison_envelope(
-        outputs["PayloadBucketName"],
-        poison.body,
-        source="stripe",
-        delivery_id=poison.delivery_id,
-        resource=poison.resource,
-        sequence=poison.sequence,
-        event_type="customer.deleted",
-    )
-    sqs = aws.client("sqs")
-    sqs.send_message(QueueUrl=outputs["MainQueueUrl"], MessageBody=message)
-    budget = (receives + 2) * (visibility + 1.5) + 15
-    _say(
-        f"  sent {poison.delivery_id} straight to the main queue; waiting for the DLQ "
-        f"(SQS moves it after {receives} failed receives, {visibility} s apart; up to "
-        f"{budget:.0f} s)..."
-    )
-
-    def dlq_depth() -> int:
-        attrs = sqs.get_queue_attributes(
-            QueueUrl=outputs["DeadLetterQueueUrl"], AttributeNames=["ApproximateNumberOfMessages"]
+    def providers_with_duplicates(self) -> tuple[list[Planned], Summary, Summary]:
+        """Step 2a: new deliveries from several providers (the first a Stripe customer's), then
+        three of them again."""
+        run, now = self.run, self.now
+        firsts = [
+            self.planned("stripe", f"cus_demo_{run}", now - 60, "customer.created"),
+            self.planned("github", f"repo_{run}", now),
+            self.planned("standard-webhooks", f"inv_{run}", now - 30, "invoice.paid"),
+            self.planned("slack", f"chan_{run}", now),
+            self.planned("shopify", f"ord_{run}", now - 20, "orders/create"),
+            self.planned("shopify", f"ord_{run}", now - 10, "orders/updated"),
+            self.planned("generic-hmac", f"thing_{run}", 1),
+        ]
+        n_sources = len({p.source.name for p in firsts})
+        _say(f"\n== 1. {len(firsts)} new deliveries from {n_sources} sources, then duplicates")
+        first = self.send(firsts, "new")
+        dups = self.send(
+            [firsts[1], firsts[3], firsts[6]], "duplicates (same delivery id and body)"
         )
-        return int(attrs["Attributes"]["ApproximateNumberOfMessages"])
+        return firsts, first, dups
 
-    started = time.monotonic()
-    if not wait_until(dlq_depth, timeout=budget, interval=0.5):
-        _say("  the poison message did not reach the DLQ in time")
-        return 1
-    _say(
-        f"  in the DLQ after {time.monotonic() - started:.1f} s (its receive count adds the "
-        "peek's own receive to those on the main queue):"
-    )
-    _cli("dlq", "peek", "--local")
+    def out_of_order(self, customer: str) -> tuple[Planned, Planned]:
+        """Step 2b: the newer event of ``customer`` first, recorded, then the older one."""
+        _say("\n== 2. an out-of-order pair on one Stripe customer: the newer event arrives first")
+        newer = self.planned("stripe", customer, self.now - 5, "customer.updated")
+        older = self.planned("stripe", customer, self.now - 30, "customer.updated")
+        self.send([newer], "newer (sequence t-5)")
+        wait_until(lambda: self.recorded(newer), timeout=30)
+        self.send([older], "older (sequence t-30)")
+        return newer, older
 
-    _say("\n== 4. fix the malformed delivery's cause (restore its claim-check body), then replay")
-    aws.client("s3").put_object(Bucket=outputs["PayloadBucketName"], Key=key, Body=poison.body)
-    _cli("replay", "--local", "--delivery-id", poison.delivery_id, "--no-progress")
-    applied = wait_until(lambda: recorded(poison), timeout=60)
-    _say(f"  replayed delivery recorded: {bool(applied)}")
-
-    # -- 5. results --------------------------------------------------------------------------
-    _say("\n== 5. recorded deliveries (outcome per delivery)")
-    for p in [*everything, poison]:
-        item = recorded(p) or {}
+    def poison_to_dlq(self) -> tuple[Planned, str] | None:
+        """Step 3: a claim-check envelope without its body onto the main queue, until the DLQ
+        holds it; ``(the delivery, its missing object's key)``, ``None`` when it never got there."""
         _say(
-            f"  {p.source.name:18} {p.delivery_id:40} {item.get('outcome', '-'):8} "
-            f"resource={item.get('resource_key', '-')} sequence={item.get('sequence', '-')}"
+            "\n== 3. one poison message: a claim-check envelope whose S3 body is missing; the "
+            "processor records it as malformed (retries cannot bring the body back), and restoring "
+            "the body fixes it without touching code"
         )
-    _say("\n== resource watermarks")
-    for source, resource in (
-        ("stripe", customer),
-        ("shopify", f"ord_{run}"),
-        ("standard-webhooks", f"inv_{run}"),
-        ("stripe", poison.resource),
-    ):
-        resource_key = _resource_key(source, resource)
-        _say(f"-- {source} {resource_key}")
-        _cli("resources", "get", "--local", source, resource_key)
-    _say("\n== dead-letter queue")
-    _cli("dlq", "peek", "--local")
-    _say("\n== status")
-    _cli("status", "--local")
-    summary = {
-        "new": first.as_dict()["accepted_202"],
-        "duplicates_answered_200": dups.as_dict()["duplicate_200"],
-        "stale": (recorded(older) or {}).get("outcome") == "stale",
-        "poison_replayed_and_applied": (applied or {}).get("outcome") == "applied",
-    }
-    _say(f"\nsummary: {json.dumps(summary)}")
+        poison = self.planned("stripe", f"cus_poison_{self.run}", self.now - 1, "customer.deleted")
+        message, key = poison_envelope(
+            self.outputs["PayloadBucketName"],
+            poison.body,
+            source="stripe",
+            delivery_id=poison.delivery_id,
+            resource=poison.resource,
+            sequence=poison.sequence,
+            event_type="customer.deleted",
+        )
+        sqs = self.aws.client("sqs")
+        sqs.send_message(QueueUrl=self.outputs["MainQueueUrl"], MessageBody=message)
+        budget = (self.receives + 2) * (self.visibility + 1.5) + 15
+        _say(
+            f"  sent {poison.delivery_id} straight to the main queue; waiting for the DLQ "
+            f"(SQS moves it after {self.receives} failed receives, {self.visibility} s apart; "
+            f"up to {budget:.0f} s)..."
+        )
+
+        def dlq_depth() -> int:
+            attrs = sqs.get_queue_attributes(
+                QueueUrl=self.outputs["DeadLetterQueueUrl"],
+                AttributeNames=["ApproximateNumberOfMessages"],
+            )
+            return int(attrs["Attributes"]["ApproximateNumberOfMessages"])
+
+        started = time.monotonic()
+        if not wait_until(dlq_depth, timeout=budget, interval=0.5):
+            _say("  the poison message did not reach the DLQ in time")
+            return None
+        _say(
+            f"  in the DLQ after {time.monotonic() - started:.1f} s (its receive count adds the "
+            "peek's own receive to those on the main queue):"
+        )
+        _cli("dlq", "peek", "--local")
+        return poison, key
+
+    def fix_and_replay(self, poison: Planned, key: str) -> dict[str, Any] | None:
+        """Step 4: restore the missing body, replay the delivery; its record once applied."""
+        _say(
+            "\n== 4. fix the malformed delivery's cause (restore its claim-check body), then replay"
+        )
+        self.aws.client("s3").put_object(
+            Bucket=self.outputs["PayloadBucketName"], Key=key, Body=poison.body
+        )
+        _cli("replay", "--local", "--delivery-id", poison.delivery_id, "--no-progress")
+        applied = wait_until(lambda: self.recorded(poison), timeout=60)
+        _say(f"  replayed delivery recorded: {bool(applied)}")
+        return cast("dict[str, Any] | None", applied)
+
+    def show_results(self, deliveries: list[Planned], customer: str, poisoned: str) -> None:
+        """Step 5: each delivery's outcome, the resources' watermarks, the DLQ and the queues."""
+        _say("\n== 5. recorded deliveries (outcome per delivery)")
+        for p in deliveries:
+            item = self.recorded(p) or {}
+            _say(
+                f"  {p.source.name:18} {p.delivery_id:40} {item.get('outcome', '-'):8} "
+                f"resource={item.get('resource_key', '-')} sequence={item.get('sequence', '-')}"
+            )
+        _say("\n== resource watermarks")
+        for source, resource in (
+            ("stripe", customer),
+            ("shopify", f"ord_{self.run}"),
+            ("standard-webhooks", f"inv_{self.run}"),
+            ("stripe", poisoned),
+        ):
+            resource_key = _resource_key(source, resource)
+            _say(f"-- {source} {resource_key}")
+            _cli("resources", "get", "--local", source, resource_key)
+        _say("\n== dead-letter queue")
+        _cli("dlq", "peek", "--local")
+        _say("\n== status")
+        _cli("status", "--local")
+
+
+def _finish(ready: dict[str, Any], private_dir: Path | None) -> None:
+    """Stop the demo's private stack; a shared one keeps running (said how to stop it)."""
     if private_dir is not None:
         stop_running(private_dir)
         _say("the demo's private stack is stopped")
@@ -295,13 +375,6 @@ def run_demo(args: argparse.Namespace) -> int:
             f"the local stack keeps running (pid {ready['pid']}): `{command_name()} local stop` "
             f"stops it; `{command_name()} console --local` shows it in a browser"
         )
-    ok = (
-        summary["new"] == len(firsts)
-        and summary["duplicates_answered_200"] == 3
-        and summary["stale"]
-        and summary["poison_replayed_and_applied"]
-    )
-    return 0 if ok else 1
 
 
 def _resource_key(source: str, resource: str) -> str:

@@ -21,7 +21,7 @@ import time
 import traceback
 from typing import Any
 
-from webhook_pipeline_ops.local.provision import QueueInfo, SqsEventSource
+from webhook_pipeline_ops.local.resources import QueueInfo, SqsEventSource
 from webhook_pipeline_ops.local.runtime import FunctionUnavailable, LocalFunction
 
 log = logging.getLogger(__name__)

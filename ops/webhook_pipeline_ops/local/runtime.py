@@ -25,29 +25,27 @@ keeps running after API Gateway gave up): API Gateway's 503, never a 500 after m
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
 import queue
-import socket
-import struct
 import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from webhook_pipeline_ops.local.provision import FunctionSpec
-from webhook_pipeline_ops.local.worker import FakeLambdaContext, send_frame
+from webhook_pipeline_ops.local.resources import FunctionSpec
+from webhook_pipeline_ops.local.worker import FakeLambdaContext
+from webhook_pipeline_ops.local.worker_process import (
+    FunctionError,
+    FunctionUnavailable,
+    WorkerProcess,
+)
 
 __all__ = ["FakeLambdaContext", "FunctionError", "FunctionUnavailable", "LocalFunction"]
 
 log = logging.getLogger(__name__)
 
-_OPS_DIR = Path(__file__).resolve().parents[2]
 #: Seconds a worker may take for its init (imports, settings validation, clients). Lambda allows
 #: 10 s (:data:`LAMBDA_INIT_LIMIT_SECONDS`) and then runs the init again inside the first
 #: invocation, under the function's timeout; locally a busy development machine is slower than a
@@ -58,124 +56,6 @@ LAMBDA_INIT_LIMIT_SECONDS = 10.0
 REPLACEMENT_RETRY_SECONDS = (1.0, 30.0)
 #: Seconds :meth:`LocalFunction.stop` lets workers exit on their own before killing them.
 STOP_GRACE_SECONDS = 2.0
-_HEADER = struct.Struct(">I")
-
-
-class FunctionError(Exception):
-    """An invocation failed: the handler raised (``error_type`` is the exception's class name),
-    timed out (``Task.TimedOut``) or its worker died (``Runtime.ExitError``)."""
-
-    def __init__(self, error_type: str, message: str, trace: str = "") -> None:
-        super().__init__(f"{error_type}: {message}")
-        self.error_type = error_type
-        self.message = message
-        self.trace = trace
-
-
-class FunctionUnavailable(FunctionError):
-    """The invocation got no answer through no fault of its handler: no worker was ready before
-    the caller's deadline (``Local.NoWorkerReady``), the answer was not back by it
-    (``Local.IntegrationTimeout``; the worker finishes the invocation on its own), or the
-    function is stopping (``Runtime.Stopped``). API Gateway answers such a request 503."""
-
-
-class _Worker:
-    """One worker process and the parent's end of its socket pair.
-
-    Built in two steps so that a pool's inits run in parallel and off any request's path: the
-    constructor starts the process and sends the init frame, :meth:`wait_ready` waits for its
-    answer.
-    """
-
-    def __init__(self, function: LocalFunction) -> None:
-        parent, child = socket.socketpair()
-        self.sock = parent
-        self.logical_id = function.spec.logical_id
-        self._buffer = bytearray()
-        env = {**os.environ, **function.environment}
-        # The worker finds this package even when it is not installed (ops/ first on the path).
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(_OPS_DIR), os.environ.get("PYTHONPATH", "")) if p
-        )
-        self.started = time.monotonic()
-        try:
-            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                [sys.executable, "-m", "webhook_pipeline_ops.local.worker", str(child.fileno())],
-                pass_fds=(child.fileno(),),
-                stdin=subprocess.DEVNULL,
-                env=env,
-            )
-        finally:
-            child.close()
-        with contextlib.suppress(OSError):  # a worker dead already fails wait_ready
-            self.send(
-                {
-                    "logical_id": function.spec.logical_id,
-                    "handler": function.spec.handler,
-                    "code_dir": str(function.spec.code_dir),
-                    "environment": function.environment,
-                }
-            )
-
-    @property
-    def pid(self) -> int:
-        return int(self.process.pid)
-
-    def wait_ready(self, timeout: float) -> float:
-        """Wait for the init's answer; returns the init's duration in seconds.
-
-        Raises
-        ------
-        FunctionError
-            The init raised (``error_type`` names the exception) or did not answer within
-            ``timeout`` seconds (``Runtime.InitError``); the worker is killed.
-        """
-        try:
-            reply = self.receive(time.monotonic() + timeout)
-        except (OSError, EOFError) as exc:  # TimeoutError is an OSError
-            self.kill()
-            raise FunctionError(
-                "Runtime.InitError", f"{self.logical_id}: worker init failed: {exc!r}"
-            ) from exc
-        if "error" in reply:
-            self.kill()
-            err = reply["error"]
-            raise FunctionError(err["type"], err["message"], err.get("traceback", ""))
-        return time.monotonic() - self.started
-
-    def send(self, doc: Any) -> None:
-        self.sock.settimeout(None)  # the worker reads it whole whatever its size
-        send_frame(self.sock, doc)
-
-    def receive(self, until: float) -> Any:
-        """The next frame, by monotonic time ``until`` (``TimeoutError`` otherwise, the part
-        read so far kept for the next call); ``EOFError`` when the worker closed its end."""
-        while True:
-            if len(self._buffer) >= _HEADER.size:
-                end = _HEADER.size + _HEADER.unpack_from(self._buffer)[0]
-                if len(self._buffer) >= end:
-                    frame = bytes(self._buffer[_HEADER.size : end])
-                    del self._buffer[:end]
-                    return json.loads(frame)
-            left = until - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no answer in time")
-            self.sock.settimeout(left)
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise EOFError
-            self._buffer += chunk
-
-    def close_socket(self) -> None:
-        """Close the parent's end: an idle worker exits, a busy one after its invocation."""
-        with contextlib.suppress(OSError):
-            self.sock.close()
-
-    def kill(self) -> None:
-        self.close_socket()
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
 
 
 class LocalFunction:
@@ -204,8 +84,8 @@ class LocalFunction:
         self.region = region
         self.concurrency = max(1, concurrency)
         self.environment = {**base_environment, **spec.environment}
-        self._idle: queue.LifoQueue[_Worker | None] = queue.LifoQueue()
-        self._workers: list[_Worker] = []  # every live worker: initialising, idle or busy
+        self._idle: queue.LifoQueue[WorkerProcess | None] = queue.LifoQueue()
+        self._workers: list[WorkerProcess] = []  # every live worker: initialising, idle or busy
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._loaded = False
@@ -323,15 +203,15 @@ class LocalFunction:
         self._idle.put(None)
 
     # -- the pool --------------------------------------------------------------------------------
-    def _spawn(self) -> _Worker:
+    def _spawn(self) -> WorkerProcess:
         with self._lock:
             if self._closed.is_set():
                 raise FunctionUnavailable("Runtime.Stopped", f"{self.spec.logical_id} is stopped")
-            worker = _Worker(self)
+            worker = WorkerProcess(self)
             self._workers.append(worker)
         return worker
 
-    def _initialise(self, worker: _Worker) -> None:
+    def _initialise(self, worker: WorkerProcess) -> None:
         """Wait for ``worker``'s init; on failure it leaves the pool and the error is raised."""
         try:
             seconds = worker.wait_ready(INIT_TIMEOUT_SECONDS)
@@ -353,13 +233,13 @@ class LocalFunction:
                 "%s: worker pid %d initialised in %.2f s", self.spec.logical_id, worker.pid, seconds
             )
 
-    def _forget(self, worker: _Worker) -> None:
+    def _forget(self, worker: WorkerProcess) -> None:
         worker.kill()
         with self._lock:
             if worker in self._workers:
                 self._workers.remove(worker)
 
-    def _take(self, deadline: float | None) -> _Worker:
+    def _take(self, deadline: float | None) -> WorkerProcess:
         """A ready worker, waiting until ``deadline`` at most."""
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -377,7 +257,7 @@ class LocalFunction:
                 return worker
             self._retire(worker)  # died while idle: replace it, take another
 
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: WorkerProcess) -> None:
         """Kill a timed-out or dead worker (never reused) and start its replacement off the
         caller's path."""
         self._forget(worker)
@@ -415,7 +295,7 @@ class LocalFunction:
             self._idle.put(worker)
             return
 
-    def _finish_in_background(self, worker: _Worker, function_deadline: float) -> None:
+    def _finish_in_background(self, worker: WorkerProcess, function_deadline: float) -> None:
         """Let ``worker`` finish an invocation its caller gave up on (its answer is dropped),
         then serve again; past the function's timeout it is retired like any timed-out one."""
 

@@ -84,8 +84,8 @@ def set_secret(folder: Path, source_name: str, value: str | None) -> str:
     from webhook_pipeline.source_secrets import parse_secret
 
     from webhook_pipeline_ops.local import OUTPUTS_FILE, SECRETS_FILE
-    from webhook_pipeline_ops.local.stack import read_ready
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.local.state_files import read_ready
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     if read_ready(folder) is None:
         raise LookupError(f"no local stack runs from {folder} (webhook-pipeline local run)")

@@ -46,7 +46,7 @@ def delivery(request: Request) -> Response:
     backend = backend_of(request)
     record = backend.delivery(source, delivery_id)
     if record is None:
-        from webhook_pipeline_ops.commands_records import unknown_source_hint
+        from webhook_pipeline_ops.delivery_records import unknown_source_hint
 
         message = (
             f"no delivery recorded for source {source!r}, delivery id {delivery_id!r}"

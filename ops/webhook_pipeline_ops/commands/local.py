@@ -1,4 +1,5 @@
-"""CLI commands of the local stack: ``local run``, ``local stop``, ``local demo`` and ``send``.
+"""``webhook-pipeline local``: the local stack's commands ``local run``, ``local stop``,
+``local demo`` and ``local secret`` (:mod:`webhook_pipeline_ops.local.secret_command`).
 
 Registered in ``webhook_pipeline_ops.cli`` through :func:`register`.
 """
@@ -13,11 +14,17 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from webhook_pipeline_ops import simulator
-from webhook_pipeline_ops.local import secret_command, state_dir
-from webhook_pipeline_ops.local import stack as local_stack
+from webhook_pipeline_ops.local import foreground, secret_command, state_dir
+from webhook_pipeline_ops.local.background import start_background, stop_running
 from webhook_pipeline_ops.local.function_log import keep_function_log
+from webhook_pipeline_ops.local.options import (
+    Options,
+    StackError,
+    add_run_arguments,
+    background_argv,
+)
 from webhook_pipeline_ops.local.secret_command import SECRETS_MAX_AGE_VARIABLE
+from webhook_pipeline_ops.local.state_files import read_ready
 from webhook_pipeline_ops.output import command_name
 
 if TYPE_CHECKING:
@@ -25,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``local {run,stop,demo}`` and ``send``."""
+    """Add ``local {run,stop,demo,secret}``."""
     local = subparsers.add_parser(
         "local",
         help="run the whole pipeline on this machine (no AWS account, no Docker)",
@@ -36,7 +43,7 @@ def register(subparsers: Any) -> None:
     sub = local.add_subparsers(dest="local_command", metavar="ACTION", required=True)
 
     run = sub.add_parser("run", help="start the local stack (foreground; Ctrl-C stops it)")
-    local_stack.add_run_arguments(run)
+    add_run_arguments(run)
     run.add_argument(
         "--background",
         action="store_true",
@@ -67,11 +74,9 @@ def register(subparsers: Any) -> None:
         help="send a short mixed scenario and show the results "
         "(starts the stack in the background if needed)",
     )
-    local_stack.add_run_arguments(demo)
+    add_run_arguments(demo)
     demo.set_defaults(func=_cmd_demo, visibility_timeout_default=2)
     secret_command.register(sub)
-
-    simulator.register(subparsers)
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -83,46 +88,6 @@ def _configure_logging(verbose: bool) -> None:
     )
     for noisy in ("botocore", "boto3", "urllib3", "werkzeug", "s3transfer"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
-def background_argv(args: argparse.Namespace) -> list[str]:
-    """The ``local run`` options of ``args`` as an argv (without ``--background``)."""
-    argv = [
-        "--host",
-        args.host,
-        "--port",
-        str(args.port),
-        "--moto-port",
-        str(args.moto_port),
-        "--redis",
-        args.redis,
-        "--stack-name",
-        args.stack_name,
-        "--region",
-        args.region,
-    ]
-    for flag, value in (
-        ("--template", args.template),
-        ("--redis-url", args.redis_url),
-        ("--visibility-timeout", args.visibility_timeout),
-        ("--state-dir", args.state_dir),
-    ):
-        if value is not None:
-            argv += [flag, str(value)]
-    for item in args.parameter or []:
-        argv += ["--parameter", item]
-    if args.random_secrets:
-        argv.append("--random-secrets")
-    if getattr(args, "for_containers", False):
-        argv.append("--for-containers")
-    for flag, name in (("--invoke-port", "invoke_port"), ("--ingest-workers", "ingest_workers")):
-        if getattr(args, name, None) is not None:
-            argv += [flag, str(getattr(args, name))]
-    if getattr(args, "secrets_max_age", None) is not None:
-        argv += ["--secrets-max-age", str(args.secrets_max_age)]
-    if getattr(args, "verbose", False):
-        argv.append("--verbose")
-    return argv
 
 
 #: Set for the stack's workers once :func:`unsigned_summary` is printed: the ingest function then
@@ -180,10 +145,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.environ[UNSIGNED_SUMMARY_VARIABLE] = "printed"  # inherited by every worker
     if args.background:
         try:
-            ready = local_stack.start_background(
+            ready = start_background(
                 background_argv(args), args.state_dir, timeout=args.ready_timeout
             )
-        except local_stack.StackError as exc:
+        except StackError as exc:
             print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
             return 1
         print(json.dumps(ready, indent=2))
@@ -193,23 +158,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         return 0
     try:
-        options = local_stack.Options.from_args(args)
-    except local_stack.StackError as exc:
+        options = Options.from_args(args)
+    except StackError as exc:
         print(f"webhook-pipeline local run: {exc}", file=sys.stderr)
         return 2
     folder = state_dir(args.state_dir)
-    if local_stack.read_ready(folder) is not None:  # another stack's folder: it refuses to start
-        return local_stack.run(options)
+    if read_ready(folder) is not None:  # another stack's folder: it refuses to start
+        return foreground.run(options)
     function_log = keep_function_log(folder)  # for `audit --local` (a terminal is no file)
     try:
-        return local_stack.run(options)
+        return foreground.run(options)
     finally:
         if function_log is not None:
             function_log.stop()
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
-    if local_stack.stop_running(args.state_dir):
+    if stop_running(args.state_dir):
         print("local stack stopped.")
     else:
         print("no local stack is running.")

@@ -9,7 +9,6 @@ run ``webhook-pipeline events --now --out DIR`` to write copies signed at the cu
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
@@ -22,7 +21,7 @@ from webhook_pipeline.providers.model import Handshake
 from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 
-from webhook_pipeline_ops.samples import (
+from webhook_pipeline_ops.simulator.deliveries import (
     EXAMPLE_HOST,
     dev_secret_value,
     example_sources,
@@ -33,7 +32,7 @@ from webhook_pipeline_ops.samples import (
 )
 
 FIXED_TIME = 1_767_225_600  # 2026-01-01T00:00:00Z
-DEFAULT_OUT = Path(__file__).resolve().parents[2] / "events"
+DEFAULT_OUT = Path(__file__).resolve().parents[3] / "events"
 
 
 def _fixed(source: ResolvedSource, salt: str = "") -> str:
@@ -48,8 +47,8 @@ def build_events(
 ) -> dict[str, dict[str, Any]]:
     """``{file name: API Gateway event}`` for every interesting ingest case, signed at ``now``
     (Unix seconds): one valid delivery per example source (every provider, see
-    :func:`~webhook_pipeline_ops.samples.example_sources`), one event per provider handshake,
-    and the special cases (duplicate, bad signature, stale, base64 body, REST 1.0 shape,
+    :func:`~webhook_pipeline_ops.simulator.deliveries.example_sources`), one event per provider
+    handshake, and the special cases (duplicate, bad signature, stale, base64 body, REST 1.0 shape,
     unknown source)."""
     src = dict(sources if sources is not None else example_sources())
     events: dict[str, dict[str, Any]] = {}
@@ -69,11 +68,19 @@ def build_events(
         for handshake in source.provider.handshakes:
             slug = re.sub(r"[^a-z0-9]+", "-", handshake.name.lower()).strip("-")
             events[f"ingest-{name}-{slug}.json"] = handshake_event(source, handshake, now)
-    stripe, github = src["stripe"], src["github"]
+    events.update(_special_cases(events, src["stripe"], src["github"], now))
+    return events
+
+
+def _special_cases(
+    events: Mapping[str, dict[str, Any]], stripe: ResolvedSource, github: ResolvedSource, now: int
+) -> dict[str, dict[str, Any]]:
+    """The events of the ingest cases that are no provider's: duplicate, bad signature, stale,
+    base64 body, REST 1.0 shape, unknown source."""
     # The same delivery again: 200 duplicate once ingest-stripe.json was accepted.
-    events["ingest-stripe-duplicate.json"] = events["ingest-stripe.json"]
+    special = {"ingest-stripe-duplicate.json": events["ingest-stripe.json"]}
     # Signed with the wrong secret: 401 signature_invalid.
-    events["ingest-bad-signature.json"] = http_api_event(
+    special["ingest-bad-signature.json"] = http_api_event(
         signed_delivery(
             github,
             timestamp=now,
@@ -82,7 +89,7 @@ def build_events(
         )
     )
     # Signed correctly, but 10 minutes old (tolerance 300 s): 401 timestamp_stale.
-    events["ingest-stale.json"] = http_api_event(
+    special["ingest-stale.json"] = http_api_event(
         signed_delivery(
             stripe,
             timestamp=now - 600,
@@ -92,20 +99,20 @@ def build_events(
         )
     )
     # Case C02: a body API Gateway sent base64-encoded, verified over the decoded bytes.
-    events["ingest-base64-body.json"] = http_api_event(
+    special["ingest-base64-body.json"] = http_api_event(
         signed_delivery(github, timestamp=now, delivery_id=_fixed(github, "base64")),
         base64_body=True,
     )
     # REST API (payload 1.0) shape of a GitHub delivery.
-    events["ingest-rest-v1.json"] = rest_api_event(
+    special["ingest-rest-v1.json"] = rest_api_event(
         signed_delivery(github, timestamp=now, delivery_id="0b6e4f8e-cc78-11e3-81ab-4c9367dc0958")
     )
     # No such source: 404.
-    events["ingest-unknown-source.json"] = http_api_event(
+    special["ingest-unknown-source.json"] = http_api_event(
         signed_delivery(github, timestamp=now, delivery_id="5a0e3c0a-0000-4000-8000-000000000002"),
         path_source="nope",
     )
-    return events
+    return special
 
 
 def handshake_event(source: ResolvedSource, handshake: Handshake, now: int) -> dict[str, Any]:
@@ -146,38 +153,3 @@ def decoded_body(event: dict[str, Any]) -> bytes:
     """The raw body bytes of an API Gateway event."""
     body = event.get("body") or ""
     return base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
-
-
-def register(subparsers: Any) -> None:
-    """Add ``events`` to the operator CLI."""
-    parser = subparsers.add_parser(
-        "events",
-        help="write the sample ingest events (events/*.json)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="output folder (default: events/)"
-    )
-    parser.add_argument(
-        "--now",
-        action="store_true",
-        help="sign at the current time instead of the fixed time of the committed files",
-    )
-    parser.set_defaults(func=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    import sys
-    import time
-
-    if args.now and args.out.resolve() == DEFAULT_OUT.resolve():
-        print(
-            "webhook-pipeline events: --now writes copies that expire (300 s for signed "
-            "timestamps); give --out DIR so the committed events/ stay as they are",
-            file=sys.stderr,
-        )
-        return 2
-    for path in write_events(args.out, int(time.time()) if args.now else FIXED_TIME):
-        print(path)
-    return 0

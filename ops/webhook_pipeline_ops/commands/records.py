@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
+from webhook_pipeline_ops.delivery_records import get_delivery, get_resource, unknown_source_hint
 from webhook_pipeline_ops.output import print_json
 
 DESCRIPTIONS = {
@@ -58,49 +59,6 @@ def register(subparsers: Any) -> None:
         )
         get.add_argument("key", metavar=key_name, help=key_help)
         get.set_defaults(func=run_get, noun=noun)
-
-
-def _store(aws: Aws) -> Any:
-    from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
-
-    return DynamoDBDeliveryStore(aws.client("dynamodb"), aws.resources.require("table"))
-
-
-def get_delivery(aws: Aws, source: str, delivery_id: str) -> dict[str, Any] | None:
-    """The delivery record, or ``None``."""
-    item: dict[str, Any] | None = _store(aws).get_delivery(source, delivery_id)
-    return item
-
-
-def get_resource(aws: Aws, source: str, key: str) -> dict[str, Any] | None:
-    """The resource item, or ``None``."""
-    item: dict[str, Any] | None = _store(aws).get_resource(source, key)
-    return item
-
-
-def known_sources(*, local: bool = False) -> list[str] | None:
-    """Names of the sources file's sources, and with ``local`` every source the local stack
-    serves (one per provider the file leaves unused); ``None`` when the file cannot be read."""
-    from webhook_pipeline.errors import ConfigurationError
-    from webhook_pipeline.sources import load_sources
-
-    try:
-        if local:
-            from webhook_pipeline_ops.samples import example_sources
-
-            return sorted(example_sources())
-        return sorted(load_sources())
-    except ConfigurationError:
-        return None
-
-
-def unknown_source_hint(source: str, *, local: bool = False) -> str:
-    """``": source 'x' is unknown (sources: a, b)"`` when ``source`` is not a source the stack
-    serves (:func:`known_sources`), else ``""``."""
-    names = known_sources(local=local)
-    if names is None or source in names:
-        return ""
-    return f": source {source!r} is unknown (sources: {', '.join(names)})"
 
 
 def run_get(args: argparse.Namespace) -> int:

@@ -71,7 +71,7 @@ def _sources_options(parser: argparse.ArgumentParser) -> None:
 def _sources(args: argparse.Namespace) -> dict[str, ResolvedSource]:
     from webhook_pipeline.sources import load_sources
 
-    from webhook_pipeline_ops.samples import example_sources
+    from webhook_pipeline_ops.simulator.deliveries import example_sources
 
     if args.catalogue or getattr(args, "local", False):
         return example_sources(args.sources_file)

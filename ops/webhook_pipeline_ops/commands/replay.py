@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline.errors import InvalidReplayRequestError
-from webhook_pipeline.replay.report import MessageResult, summary
+from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayRequest
-from webhook_pipeline.replay.run import replay
 
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
+from webhook_pipeline_ops.direct_replay import Tally, run_direct
 from webhook_pipeline_ops.output import Progress, print_json, print_table
 
 if TYPE_CHECKING:
@@ -126,106 +123,6 @@ def run(args: argparse.Namespace) -> int:
     _print(args, request, report, listed)
     failed = report.get("failed", 0) or report.get("stopped") in FAILED_STOPS
     return 1 if failed else 0
-
-
-@dataclass
-class Tally:
-    """Running counts of a replay, updated from each :class:`MessageResult` (for progress
-    displays; the final figures are the report's)."""
-
-    examined: int = 0
-    matched: int = 0
-    replayed: int = 0
-    skipped: int = 0
-    failed: int = 0
-
-    def add(self, result: MessageResult) -> None:
-        """Count one examined message."""
-        self.examined += 1
-        if result.outcome in ("replayed", "delete_failed"):
-            self.replayed += 1
-        elif result.outcome in ("skipped", "malformed"):
-            self.skipped += 1
-        elif result.outcome == "failed":
-            self.failed += 1
-        if result.outcome in ("replayed", "delete_failed", "failed", "would_replay"):
-            self.matched += 1
-
-
-def run_direct(
-    aws: Aws,
-    request: ReplayRequest,
-    *,
-    on_message: Callable[[MessageResult], None] | None = None,
-    time_limit: float | None = None,
-) -> dict[str, Any]:
-    """Run :func:`webhook_pipeline.replay.run.replay` here, against SQS directly.
-
-    The DLQ's attributes are read first, so an unreachable endpoint fails before anything is
-    received.
-
-    Parameters
-    ----------
-    aws : Aws
-        Connection; its resources must give the DLQ and the main queue URLs.
-    request : ReplayRequest
-        The validated request.
-    on_message : Callable[[MessageResult], None] | None
-        Called after each examined message (progress, listings).
-    time_limit : float | None
-        Stop cleanly after about this many seconds (``stopped="time_limit"``).
-
-    Returns
-    -------
-    dict
-        The report (:meth:`ReplayReport.to_dict`); in a dry run ``would_replay`` lists every
-        match, not only the first 100.
-
-    Raises
-    ------
-    OpsError
-        A queue URL is missing.
-    QueueOperationError
-        The DLQ cannot be read at all (its cause is the botocore error).
-    """
-    from webhook_pipeline.adapters.sqs_replay import (
-        SqsDeadLetterQueue,
-        SqsReplaySender,
-        queue_attributes,
-    )
-
-    resources = aws.resources
-    dlq_url = resources.require("dlq_url")
-    queue_url = resources.require("queue_url")
-    sqs = aws.client("sqs")
-    queue_attributes(sqs, dlq_url)
-    listed: list[dict[str, Any]] = []
-
-    def each(result: MessageResult) -> None:
-        if result.outcome == "would_replay" and result.envelope is not None:
-            listed.append(summary(result.envelope, result.message))
-        if on_message is not None:
-            on_message(result)
-
-    remaining_ms = None
-    if time_limit is not None:
-        deadline = time.monotonic() + time_limit
-
-        def remaining_ms() -> int:
-            return int((deadline - time.monotonic()) * 1000)
-
-    report = replay(
-        request,
-        SqsDeadLetterQueue(sqs, dlq_url),
-        SqsReplaySender(sqs, queue_url),
-        remaining_time_ms=remaining_ms,
-        safety_margin_ms=0,
-        on_message=each,
-    )
-    data = report.to_dict()
-    if request.dry_run:
-        data["would_replay"] = listed
-    return data
 
 
 def _run_here(
