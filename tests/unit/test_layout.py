@@ -26,20 +26,11 @@ PACKAGES = {
 
 
 OPS = ROOT / "ops" / "webhook_pipeline_ops"
-#: TEMPORARY (issue 22 item 1): the one ops/ module not yet held to the limits. The moto patches
-#: (418 lines; the patched ``transact_write_items`` mirrors moto's own 81-line method) are all
-#: still needed on moto 5.2.5 (docs/local-stack.md, "Which moto patches are still needed"); remove
-#: this entry once the module is split.
-NOT_YET_SIZED = ("local/moto_patches.py",)
 
 
 def sized_files() -> list[Path]:
-    ops = [
-        path
-        for path in OPS.rglob("*.py")
-        if not path.relative_to(OPS).as_posix().startswith(NOT_YET_SIZED)
-    ]
-    return sorted([*(ROOT / "layers").rglob("*.py"), *(ROOT / "functions").rglob("*.py"), *ops])
+    folders = (ROOT / "layers", ROOT / "functions", OPS)
+    return sorted(path for folder in folders for path in folder.rglob("*.py"))
 
 
 def docstring(tree: ast.Module) -> str:
@@ -140,7 +131,7 @@ def test_no_function_over_60_lines_without_a_reason() -> None:
     assert oversized_functions(sized_files()) == []
 
 
-def test_ops_is_sized_but_for_the_temporary_exceptions() -> None:
+def test_ops_is_sized() -> None:
     sized = {path.relative_to(OPS).as_posix() for path in sized_files() if OPS in path.parents}
     assert {
         "cli.py",
@@ -150,8 +141,8 @@ def test_ops_is_sized_but_for_the_temporary_exceptions() -> None:
         "local/stack.py",
         "local/http_gateway.py",
         "simulator/sender.py",
+        "local/moto_patches.py",
     } <= sized
-    assert "local/moto_patches.py" not in sized
 
 
 def test_no_import_cycles() -> None:
