@@ -459,3 +459,34 @@ def test_every_send_message_batch_call_stays_under_256_kib_with_big_entries(
     assert max(sizes) <= 262_144, sizes
     assert len(sizes) > 3  # the 30 entries took more calls than 10 entries each would
     assert queue_depth(big) == 30
+
+
+def test_a_gate_failing_closed_after_the_first_window_still_logs_the_events_it_sent(
+    make_ingest: Callable[..., IngestHarness],
+    batch_calls: list[list[str]],
+    log_lines: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from webhook_pipeline.adapters.redis_gate import RedisGate
+    from webhook_pipeline.errors import GateUnavailableError
+
+    harness = make_ingest(GATE_FAIL_MODE="closed")
+    claim_many = RedisGate.claim_many
+    windows: list[int] = []
+
+    def second_fails(self: RedisGate, claims: Any, ttl_seconds: int) -> Any:
+        windows.append(len(claims))
+        if len(windows) == 2:
+            raise GateUnavailableError("connection reset")
+        return claim_many(self, claims, ttl_seconds)
+
+    monkeypatch.setattr(RedisGate, "claim_many", second_fails)
+    events = sendgrid_events(50)
+
+    code, body = answer(harness.invoke(sendgrid_post(events)))
+
+    assert (code, body["reason"]) == (503, "gate_unavailable")
+    sent = [i for call in batch_calls for i in call]
+    assert sent == [e["sg_event_id"] for e in events[:10]]  # the first window only
+    logged = [i for x in log_lines if x["message"] == "batch enqueued" for i in x["delivery_ids"]]
+    assert logged == sent  # for the audit: every id enqueued is logged

@@ -25,7 +25,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from webhook_pipeline.envelope import Envelope
-from webhook_pipeline.errors import DeliveryInFlightError, EnqueueError, TimeBudgetError
+from webhook_pipeline.errors import (
+    DeliveryInFlightError,
+    EnqueueError,
+    GateClosedError,
+    TimeBudgetError,
+)
 from webhook_pipeline.ingest.claims import Claim, ClaimOutcome, ClaimResult
 from webhook_pipeline.ingest.envelopes import EnvelopeFactory
 from webhook_pipeline.ingest.events import DeliveryEvent
@@ -111,6 +116,7 @@ class _Progress:
     calls: int = 0
     out_of_time: bool = False
     stopped: bool = False
+    error: GateClosedError | None = None
 
 
 def claim_windows(n: int) -> Iterator[range]:
@@ -181,7 +187,12 @@ class BatchIngest:
                 progress.out_of_time = not progress.stopped
                 progress.unclaimed = len(events) - window.start
                 break
-            self._window(source, events, window, new_claim, factory, budget, progress)
+            try:
+                self._window(source, events, window, new_claim, factory, budget, progress)
+            except GateClosedError as exc:  # fail closed: what was sent is still logged
+                progress.error, progress.stopped = exc, True
+                progress.unclaimed = len(events) - window.start
+                break
         return self._answer(source, received, progress)
 
     def _window(
@@ -247,6 +258,8 @@ class BatchIngest:
             )
         if done.failed:
             count(MetricName.ENQUEUE_FAILED, len(done.failed))
+        if done.error is not None:
+            raise done.error
         if len(done.sent) < len(new) or done.unclaimed:
             total = len(new) + done.unclaimed
             missing = f"{total - len(done.sent)} of {total} not enqueued"
