@@ -90,6 +90,7 @@ def service() -> IngestService:
             retry_after_seconds=settings.retry_after_seconds,
             public_base_url=settings.public_base_url,
             batch_chunk_reserve_ms=settings.batch_chunk_reserve_ms(),
+            batch_claim_reserve_ms=settings.batch_claim_reserve_ms(),
         ),
         breaker=CircuitBreaker(cooldown_seconds=settings.gate_cooldown_seconds),
     )
@@ -135,7 +136,8 @@ def error_response(error: IngestError) -> dict[str, Any]:
 def time_budget(started: float, context: LambdaContext) -> TimeBudget:
     """What is left of this request's time (ms): ``INGEST_TIME_BUDGET_MS`` less the time spent
     since ``started`` (``perf_counter()`` seconds), never more than Lambda's own remaining
-    time (``context.get_remaining_time_in_millis()``)."""
+    time (``context.get_remaining_time_in_millis()``), which is also its hard limit (the first
+    ``SendMessageBatch`` of a batched POST needs only that to allow one call)."""
 
     def remaining_ms() -> float:
         spent_ms = (perf_counter() - started) * 1000
@@ -143,7 +145,7 @@ def time_budget(started: float, context: LambdaContext) -> TimeBudget:
             settings.ingest_time_budget_ms - spent_ms, context.get_remaining_time_in_millis()
         )
 
-    return TimeBudget(remaining_ms)
+    return TimeBudget(remaining_ms, context.get_remaining_time_in_millis)
 
 
 @logger.inject_lambda_context(clear_state=True, log_event=False)  # events carry credentials

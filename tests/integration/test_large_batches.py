@@ -200,8 +200,10 @@ def test_an_invocation_killed_half_way_leaves_the_chunks_before_it_confirmed(
     keys = [gate_key("whd:", "sendgrid", i) for i in ids]
     stored = [gate.get(key) for key in keys]
     assert all(v is not None and v.startswith(b"d:") for v in stored[:470])
-    assert all(v is not None and v.startswith(b"p:") for v in stored[470:])
-    gate.delete(*keys[470:])  # as the pending claims' TTL (about the function timeout) does
+    # the window being sent (events 310-709) is pending; the windows after it were not claimed
+    assert all(v is not None and v.startswith(b"p:") for v in stored[470:710])
+    assert all(v is None for v in stored[710:])
+    gate.delete(*keys[470:710])  # as the pending claims' TTL (about the function timeout) does
     batch_calls.clear()
     code, body = answer(big.invoke(event))
     assert (code, body["accepted"], body["duplicates"]) == (202, 530, 470)
@@ -336,3 +338,159 @@ def test_an_event_whose_id_key_is_given_twice_has_the_id_json_loads_reads(
     enqueued = json.loads(base64.b64decode(envelope["body_b64"]))
     # The processor and every hook read the enqueued bytes with json.loads: the same id
     assert envelope["delivery_id"] == enqueued["sg_event_id"] != "sg-first"
+
+
+# -- every attempt whose parsing and verifying fit makes progress --------------------------------
+
+
+class StoppedClock:
+    """``perf_counter`` for the handler, moved only by the test; the Lambda context's remaining
+    time is the 5 s timeout less what the clock moved since the attempt began."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+        self.started = self.now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def attempt(self) -> FakeContext:
+        self.started = self.now
+        return FakeContext(remaining_ms=lambda: int(5_000 - (self.now - self.started) * 1000))
+
+
+def _attempts_until_2xx(
+    harness: IngestHarness, event: dict[str, Any], clock: StoppedClock, calls: list[list[str]]
+) -> list[tuple[int, int]]:
+    """(status, SendMessageBatch calls) of each attempt, until one answers 2xx (at most 30)."""
+    attempts = []
+    for _ in range(30):
+        before = len(calls)
+        response = harness.app.lambda_handler(event, clock.attempt())
+        attempts.append((response["statusCode"], len(calls) - before))
+        if response["statusCode"] < 300:
+            break
+        assert json.loads(response["body"])["reason"] == "time_budget_exhausted"
+    return attempts
+
+
+def test_parsing_that_leaves_less_than_the_soft_budget_still_sends_one_chunk_per_attempt(
+    make_ingest: Callable[..., IngestHarness],
+    batch_calls: list[list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    harness = make_ingest(INGEST_TIME_BUDGET_MS="4000")
+    clock = StoppedClock()
+    monkeypatch.setattr(harness.app, "perf_counter", clock, raising=False)
+    from webhook_pipeline.ingest import service
+
+    read_events = service.read_events
+
+    def slow_read(*args: Any, **kwargs: Any) -> Any:
+        events = read_events(*args, **kwargs)
+        clock.now += 0.025 * len(events)  # 25 ms per event: 2,500 ms for 100
+        return events
+
+    monkeypatch.setattr(service, "read_events", slow_read)
+    events = sendgrid_events(100)
+    ids = [e["sg_event_id"] for e in events]
+
+    attempts = _attempts_until_2xx(harness, sendgrid_post(events), clock, batch_calls)
+
+    # 4,000 - 2,500 ms leaves less than one chunk's 1,800 ms reserve, but the 5 s timeout
+    # leaves 2,500 ms: room for one window's claim (400 ms) and one call, not two
+    assert attempts == [(503, 1)] * 9 + [(202, 1)]
+    assert [i for call in batch_calls for i in call] == ids  # each once, in order
+    assert queue_depth(harness) == 100
+
+
+def test_building_envelopes_is_not_done_before_the_first_call_for_the_whole_batch(
+    make_ingest: Callable[..., IngestHarness],
+    batch_calls: list[list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    harness = make_ingest(INGEST_TIME_BUDGET_MS="4000")
+    clock = StoppedClock()
+    monkeypatch.setattr(harness.app, "perf_counter", clock, raising=False)
+    from webhook_pipeline.ingest.envelopes import EnvelopeFactory
+
+    build = EnvelopeFactory.build
+
+    def slow_build(self: EnvelopeFactory, *args: Any, **kwargs: Any) -> Envelope:
+        clock.now += 0.0025  # 2.5 ms per envelope: 2,500 ms for all 1,000
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(EnvelopeFactory, "build", slow_build)
+    events = sendgrid_events(1_000)
+
+    attempts = _attempts_until_2xx(harness, sendgrid_post(events), clock, batch_calls)
+
+    assert all(calls >= 1 for _, calls in attempts), attempts
+    assert attempts[-1][0] == 202 and len(attempts) <= 3, attempts
+    sent = [i for call in batch_calls for i in call]
+    assert sorted(sent) == sorted(e["sg_event_id"] for e in events)  # each exactly once
+    assert queue_depth(harness) == 1_000
+
+
+def test_every_send_message_batch_call_stays_under_256_kib_with_big_entries(
+    big: IngestHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sizes: list[int] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def measuring(self: Any, operation: str, params: dict[str, Any]) -> Any:
+        if operation == "SendMessageBatch":
+            sizes.append(
+                sum(
+                    len(e["MessageBody"].encode())
+                    + sum(
+                        len(name) + len(a["DataType"]) + len(a.get("StringValue", "").encode())
+                        for name, a in e["MessageAttributes"].items()
+                    )
+                    for e in params["Entries"]
+                )
+            )
+        return original(self, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", measuring)
+    events = sendgrid_events(30)
+    for e in events:  # about 41 KB per envelope: 10 of them exceed 262,144 bytes
+        e["useragent"] = "x" * 30_000
+
+    code, body = answer(big.invoke(sendgrid_post(events)))
+
+    assert (code, body["accepted"]) == (202, 30)
+    assert max(sizes) <= 262_144, sizes
+    assert len(sizes) > 3  # the 30 entries took more calls than 10 entries each would
+    assert queue_depth(big) == 30
+
+
+def test_a_gate_failing_closed_after_the_first_window_still_logs_the_events_it_sent(
+    make_ingest: Callable[..., IngestHarness],
+    batch_calls: list[list[str]],
+    log_lines: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from webhook_pipeline.adapters.redis_gate import RedisGate
+    from webhook_pipeline.errors import GateUnavailableError
+
+    harness = make_ingest(GATE_FAIL_MODE="closed")
+    claim_many = RedisGate.claim_many
+    windows: list[int] = []
+
+    def second_fails(self: RedisGate, claims: Any, ttl_seconds: int) -> Any:
+        windows.append(len(claims))
+        if len(windows) == 2:
+            raise GateUnavailableError("connection reset")
+        return claim_many(self, claims, ttl_seconds)
+
+    monkeypatch.setattr(RedisGate, "claim_many", second_fails)
+    events = sendgrid_events(50)
+
+    code, body = answer(harness.invoke(sendgrid_post(events)))
+
+    assert (code, body["reason"]) == (503, "gate_unavailable")
+    sent = [i for call in batch_calls for i in call]
+    assert sent == [e["sg_event_id"] for e in events[:10]]  # the first window only
+    logged = [i for x in log_lines if x["message"] == "batch enqueued" for i in x["delivery_ids"]]
+    assert logged == sent  # for the audit: every id enqueued is logged

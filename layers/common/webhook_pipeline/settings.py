@@ -224,6 +224,11 @@ class IngestSettings(AwsClientSettings):
         worst = self.worst_call_seconds() + self.SEQUENTIAL_REDIS_COMMANDS * redis
         return math.ceil(worst * 1000)
 
+    def batch_claim_reserve_ms(self) -> int:
+        """Milliseconds a batched POST must have, beyond :meth:`batch_chunk_reserve_ms`, before
+        it claims one more window of events: the worst case of that Redis command."""
+        return self.redis_connect_timeout_ms + self.redis_read_timeout_ms
+
     def extra_provider_modules(self) -> list[str]:
         """``PROVIDER_MODULES`` as a list of dotted module names."""
         return [m.strip() for m in self.provider_modules.split(",") if m.strip()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -104,7 +104,7 @@ class SqsQueue:
         )
         return str(response["MessageId"])
 
-    def send_chunks(self, envelopes: Sequence[Envelope]) -> Iterator[BatchSendResult]:
+    def send_chunks(self, envelopes: Iterable[Envelope]) -> Iterator[BatchSendResult]:
         """Send ``envelopes`` with ``SendMessageBatch``, at most 10 entries and 262,144 bytes per
         call (ceil(n / 10) calls for small events), yielding each call's result as it returns.
 
@@ -113,6 +113,9 @@ class SqsQueue:
         it again and the processor records it at most once, I3). A call that raises
         (throttled, timed out, SQS unavailable) fails all its entries and ends the iteration:
         the later entries are not tried. Stopping the iteration sends nothing more.
+        ``envelopes`` is read as the chunks are made (one envelope past the chunk sent, to
+        know it does not fit), so a generator builds only what is about to be sent; what it
+        raises propagates.
         """
         for chunk in _chunks(envelopes):
             result = BatchSendResult()
@@ -135,7 +138,7 @@ class SqsQueue:
 
 
 def _chunks(
-    envelopes: Sequence[Envelope],
+    envelopes: Iterable[Envelope],
 ) -> Iterator[list[tuple[int, SendMessageBatchRequestEntryTypeDef]]]:
     """The ``SendMessageBatch`` entries of ``envelopes`` (``Id``: the envelope's index), in calls
     of at most :data:`BATCH_MAX_ENTRIES` entries and :data:`BATCH_MAX_BYTES` bytes."""

@@ -29,6 +29,9 @@ class IngestPolicy:
         Milliseconds a batched POST must still have before it sends one more
         ``SendMessageBatch`` chunk: the worst case of that call, of the chunk's confirm and of
         the release of the claims left (see :meth:`IngestSettings.batch_chunk_reserve_ms`).
+    batch_claim_reserve_ms : int
+        Milliseconds more it must have before it claims one more window of events: the worst
+        case of that Redis command (see :meth:`IngestSettings.batch_claim_reserve_ms`).
     """
 
     claim_ttl_seconds: int = 30
@@ -40,3 +43,4 @@ class IngestPolicy:
     retry_after_seconds: int = 5
     public_base_url: str = ""
     batch_chunk_reserve_ms: int = 1_800
+    batch_claim_reserve_ms: int = 400

@@ -5,7 +5,7 @@ Adapters (Redis, SQS, S3, Secrets Manager) live in :mod:`webhook_pipeline.adapte
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -70,7 +70,7 @@ class EnvelopeQueue(Protocol):
         releases the claim)."""
         ...
 
-    def send_chunks(self, envelopes: Sequence[Envelope]) -> Iterator[BatchSendResult]:
+    def send_chunks(self, envelopes: Iterable[Envelope]) -> Iterator[BatchSendResult]:
         """Send many envelopes in as few calls as the queue allows (10 per
         ``SendMessageBatch``), one result per call, as each call returns.
 
