@@ -291,7 +291,7 @@ def round_trips(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return trips
 
 
-def test_batch_of_25_with_5_seen_sends_20_envelopes_in_2_calls_and_claims_in_1_round_trip(
+def test_batch_of_25_with_5_seen_sends_20_envelopes_in_3_calls_and_claims_in_2_windows(
     batch_ingest: IngestHarness, aws_calls: list[tuple[str, str]], round_trips: list[str]
 ) -> None:
     all_events = events(25)
@@ -305,10 +305,17 @@ def test_batch_of_25_with_5_seen_sends_20_envelopes_in_2_calls_and_claims_in_1_r
         202,
         {"status": "accepted", "events": 25, "accepted": 20, "duplicates": 5},
     )
-    assert [c for c in aws_calls if c[0] == "sqs"] == [("sqs", "SendMessageBatch")] * 2
-    # one round trip claims all 25; each SendMessageBatch call's 10 are confirmed after it, so
-    # a retry after a timeout finds them done
-    assert round_trips == ["pipeline x25", "pipeline x10", "pipeline x10"]
+    assert [c for c in aws_calls if c[0] == "sqs"] == [("sqs", "SendMessageBatch")] * 3
+    # claimed in windows (the first 10, then the other 15), each window's new events sent before
+    # the next window is claimed (8 = 10 less the 2 seen, then 10 + 2), each call's events
+    # confirmed after it, so a retry after a timeout finds them done
+    assert round_trips == [
+        "pipeline x10",  # claim the first window
+        "pipeline x8",  # confirm its 8 new events, sent in one call
+        "pipeline x15",  # claim the other 15
+        "pipeline x10",  # confirm the next call's 10
+        "pipeline x2",  # and the last call's 2
+    ]
     envelopes = batch_ingest.envelopes()
     assert sorted(e["delivery_id"] for e in envelopes) == sorted(
         e["sg_event_id"] for e in all_events
