@@ -39,10 +39,13 @@ def shown_body(source: str | None, raw: bytes) -> bytes:
     """``raw`` as a page or a terminal may show it: the credential fields of ``source``'s
     provider (of every provider when ``source`` is unknown) replaced by ``[redacted]``, in a
     stored event (one element of a batch: the fields are relative to it) or a whole POST."""
+    fields_by_path: dict[str | None, set[str]] = {}
     for provider in _candidates(source):
-        raw = redact_body(raw, provider.credential_fields)
-        if provider.batch_path is not None:
-            raw = redact_body(raw, provider.credential_fields, provider.batch_path)
+        paths = [None] if provider.batch_path is None else [None, provider.batch_path]
+        for path in paths:
+            fields_by_path.setdefault(path, set()).update(provider.credential_fields)
+    for path, fields in fields_by_path.items():  # one parse per batch path, not per provider
+        raw = redact_body(raw, fields, path)
     return raw
 
 
