@@ -165,9 +165,17 @@ def test_a_failing_cold_start_is_reported_with_the_exception(tmp_path: Path) -> 
 
 
 LOUD_HANDLER = """
-import json, os
+import json, os, time
+from pathlib import Path
 
 def handler(event, context):
+    # A barrier: no worker writes until every invocation is running in a worker of its own, so
+    # the writes overlap (and no worker is freed early and handed a second invocation).
+    started = Path(event["started"])
+    (started / str(os.getpid())).touch()
+    deadline = time.monotonic() + 20  # under the function timeout (30 s)
+    while len(list(started.iterdir())) < event["workers"] and time.monotonic() < deadline:
+        time.sleep(0.01)
     for i in range(event["lines"]):
         print(json.dumps({"pid": os.getpid(), "i": i, "pad": "x" * event["width"]}))
     return {"pid": os.getpid()}
@@ -180,11 +188,17 @@ from webhook_pipeline_ops.local.resources import FunctionSpec
 from webhook_pipeline_ops.local.runtime import LocalFunction
 
 code = Path(sys.argv[1])
+started = code.parent / "started"
+started.mkdir()
 spec = FunctionSpec("Loud", "stack-loud", code, "app.handler", 30, 128, {}, [], [], [])
 fn = LocalFunction(spec, {}, "us-east-1", concurrency=3)
 fn.load()
 threads = [
-    threading.Thread(target=fn.invoke, args=({"lines": 400, "width": 1500},)) for _ in range(3)
+    threading.Thread(
+        target=fn.invoke,
+        args=({"lines": 400, "width": 1500, "started": str(started), "workers": 3},),
+    )
+    for _ in range(3)
 ]
 for t in threads:
     t.start()
