@@ -1,0 +1,203 @@
+"""Reading the archive: which objects a filter needs, their records deduplicated and filtered.
+
+The local reader of ``webhook-pipeline archive search``, the console's Archive page and replay
+from the archive all select deliveries with :func:`search`; at scale the same filter is a SQL
+query over the Athena table (``webhook_pipeline_ops.archive.athena``), which must give the same
+answers (a test runs both over one fixture).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from webhook_pipeline.archive.record import (
+    ARCHIVE_PREFIX,
+    ArchiveRecord,
+    LineProblem,
+    decode_object,
+    dedupe,
+    format_time,
+    hour_of,
+    partition_prefix,
+)
+
+
+class BodyPredicate(Protocol):
+    """A condition on a delivery's parsed body (``webhook_pipeline.archive.predicate``)."""
+
+    def matches(self, body: Any) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ArchiveFilter:
+    """Which archived deliveries to select (every field optional; all given ones must match).
+
+    Attributes
+    ----------
+    sources : tuple[str, ...]
+        Source names (empty: every source found under ``archive/``).
+    start, end : datetime | None
+        Receipt-time window, ``start <= received_at < end`` (UTC).
+    event_types : tuple[str, ...]
+        Event type globs (``fnmatch``, case-sensitive); a delivery without an event type
+        matches none.
+    outcomes : tuple[str, ...]
+        Outcomes after deduplication (``applied``, ``stale``, ``duplicate``, ``retry``,
+        ``malformed``, ``bug``).
+    resource_key : str | None
+        Exact resource key.
+    delivery_id_prefix : str | None
+        Delivery ids starting with this text.
+    where : tuple[BodyPredicate, ...]
+        Conditions on body fields, all of which must hold (a body that is not JSON matches
+        none).
+    """
+
+    sources: tuple[str, ...] = ()
+    start: datetime | None = None
+    end: datetime | None = None
+    event_types: tuple[str, ...] = ()
+    outcomes: tuple[str, ...] = ()
+    resource_key: str | None = None
+    delivery_id_prefix: str | None = None
+    where: tuple[BodyPredicate, ...] = ()
+
+    def matches(self, record: ArchiveRecord) -> bool:
+        """Whether ``record`` (already deduplicated) is selected."""
+        if self.sources and record.source not in self.sources:
+            return False
+        if self.start is not None and record.received_at < format_time(self.start):
+            return False
+        if self.end is not None and record.received_at >= format_time(self.end):
+            return False
+        if self.event_types and not (
+            record.event_type is not None
+            and any(fnmatch.fnmatchcase(record.event_type, g) for g in self.event_types)
+        ):
+            return False
+        if self.outcomes and record.outcome not in self.outcomes:
+            return False
+        if self.resource_key is not None and record.resource_key != self.resource_key:
+            return False
+        if self.delivery_id_prefix is not None and not record.delivery_id.startswith(
+            self.delivery_id_prefix
+        ):
+            return False
+        if self.where:
+            return _body_matches(record, self.where)
+        return True
+
+
+def _body_matches(record: ArchiveRecord, where: Sequence[BodyPredicate]) -> bool:
+    import json
+
+    if record.body is None:
+        return False
+    try:
+        parsed = json.loads(record.body)
+    except ValueError:
+        return False
+    return all(p.matches(parsed) for p in where)
+
+
+@dataclass
+class SearchResult:
+    """What :func:`search` found.
+
+    Attributes
+    ----------
+    records : list[ArchiveRecord]
+        Matching deliveries, one per (source, delivery id, body SHA-256), in order of receipt.
+    problems : list[LineProblem]
+        Objects or lines that could not be read (reported, skipped).
+    objects_read : int
+        Archive objects read.
+    """
+
+    records: list[ArchiveRecord] = field(default_factory=list)
+    problems: list[LineProblem] = field(default_factory=list)
+    objects_read: int = 0
+
+
+def list_sources(s3: Any, bucket: str) -> list[str]:
+    """Source names that have an archive partition, sorted."""
+    names: list[str] = []
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=bucket, Prefix=f"{ARCHIVE_PREFIX}source=", Delimiter="/"):
+        for common in page.get("CommonPrefixes", []):
+            names.append(common["Prefix"][len(ARCHIVE_PREFIX) + len("source=") : -1])
+    return sorted(names)
+
+
+def object_keys(s3: Any, bucket: str, source: str, flt: ArchiveFilter) -> Iterator[str]:
+    """Keys of the archive objects of ``source`` whose hour can hold a delivery of the window."""
+    base = f"{ARCHIVE_PREFIX}source={source}/"
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": base}
+    if flt.start is not None:
+        # every key of an earlier hour sorts before this one
+        kwargs["StartAfter"] = partition_prefix(source, hour_of(flt.start))[:-1]
+    stop = None
+    if flt.end is not None:
+        last = flt.end - timedelta(microseconds=1)
+        stop = partition_prefix(source, hour_of(last + timedelta(hours=1)))
+    paginator = s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(**kwargs):
+        for item in page.get("Contents", []):
+            key = item["Key"]
+            if stop is not None and key >= stop:
+                return
+            if key.endswith(".jsonl.gz"):
+                yield key
+
+
+def read_object(s3: Any, bucket: str, key: str) -> tuple[list[ArchiveRecord], list[LineProblem]]:
+    """The records of one object (a missing or unreadable object is one problem)."""
+    try:
+        data = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except Exception as exc:  # noqa: BLE001 - reported by key, never a crash of the reader
+        return [], [LineProblem(key, 0, f"not readable: {type(exc).__name__}")]
+    return decode_object(key, data)
+
+
+def search(
+    s3: Any,
+    bucket: str,
+    flt: ArchiveFilter,
+    *,
+    workers: int = 16,
+) -> SearchResult:
+    """Every archived delivery ``flt`` selects, deduplicated (see :mod:`.record`).
+
+    Parameters
+    ----------
+    s3 : botocore S3 client
+    bucket : str
+        The archive bucket.
+    flt : ArchiveFilter
+        What to select.
+    workers : int
+        Objects read at once.
+    """
+    sources = list(flt.sources) or list_sources(s3, bucket)
+    keys = [key for source in sources for key in object_keys(s3, bucket, source, flt)]
+    result = SearchResult(objects_read=len(keys))
+    gathered: list[ArchiveRecord] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for records, problems in pool.map(lambda k: read_object(s3, bucket, k), keys):
+            gathered.extend(records)
+            result.problems.extend(problems)
+    result.records = [r for r in dedupe(gathered) if flt.matches(r)]
+    return result
+
+
+def window_hours(start: datetime, end: datetime) -> Iterable[str]:
+    """The partition hours of ``start <= t < end`` (UTC), in order."""
+    moment = start.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    while moment < end:
+        yield hour_of(moment)
+        moment += timedelta(hours=1)
