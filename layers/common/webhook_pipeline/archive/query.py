@@ -159,7 +159,7 @@ def read_object(s3: Any, bucket: str, key: str) -> tuple[list[ArchiveRecord], li
     """The records of one object (a missing or unreadable object is one problem)."""
     try:
         data = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except Exception as exc:  # noqa: BLE001 - reported by key, never a crash of the reader
+    except Exception as exc:  # reported by key, never a crash of the reader
         return [], [LineProblem(key, 0, f"not readable: {type(exc).__name__}")]
     return decode_object(key, data)
 

@@ -3,7 +3,7 @@
 An archive object is gzip-compressed JSON Lines, one :class:`ArchiveRecord` per line, all of one
 source and one hour of receipt, under::
 
-    archive/source=<source>/hour=<YYYY-MM-DD-HH>/<archived at, YYYYMMDDTHHMMSSffffffZ>-<32 hex>.jsonl.gz
+    archive/source=<source>/hour=<YYYY-MM-DD-HH>/<YYYYMMDDTHHMMSSffffffZ>-<32 hex>.jsonl.gz
 
 The hour is the hour of ``received_at`` (UTC), so a window of receipt times reads only its own
 partitions; the partition names are Hive-style, as the Athena table's partition projection
