@@ -180,14 +180,16 @@ def test_reprocessing_never_writes_a_record_or_a_watermark(h: Harness) -> None:
     h.run(first("a1", "evt_old", seq=1), first("a5", "evt_new", seq=5))
     before = {**h.items("RESOURCE#"), **h.items("DELIVERY#")}
     h.clock = NOW + timedelta(hours=3)
-    # When the older and the newest event are reprocessed, each in its own batch
+    # When the older event is reprocessed
     older = h.run(again("r1", "evt_old", seq=1))
-    newest = h.run(again("r5", "evt_new", seq=5))
-    # Then both hooks ran again, and the resource item and records are exactly as they were
+    # Then its hook ran again, and the resource item and records are exactly as they were
     assert older["r1"].outcome is Outcome.REPROCESSED
-    assert newest["r5"].outcome is Outcome.REPROCESSED
     assert {**h.items("RESOURCE#"), **h.items("DELIVERY#")} == before
     assert before["RESOURCE#stripe#cus_1|RESOURCE"]["watermark"] == {"N": "5"}
+    # And the same after the newest event is reprocessed
+    newest = h.run(again("r5", "evt_new", seq=5))
+    assert newest["r5"].outcome is Outcome.REPROCESSED
+    assert {**h.items("RESOURCE#"), **h.items("DELIVERY#")} == before
 
 
 def test_a_reprocess_in_a_coalesced_batch_stays_out_of_the_group_write(h: Harness) -> None:

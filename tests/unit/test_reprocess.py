@@ -96,3 +96,11 @@ def test_the_skip_reasons() -> None:
     assert skip_reason(marked, env, 4) == "generation 4 reprocessed already"
     other = ReprocessState(Outcome.APPLIED, HookState.DONE, "0" * 64)
     assert skip_reason(other, env, 1) == "body differs from the recorded delivery"
+
+
+def test_a_reprocess_replayed_from_the_dlq_stays_a_reprocess_of_its_generation() -> None:
+    from webhook_pipeline.replay.run import replayed_envelope
+
+    env = Envelope.from_json(envelope_json("evt_1", reprocess={"generation": 2, "job": "j"}))
+    back = Envelope.from_json(replayed_envelope(env).to_json())
+    assert (back.reprocess, back.replay_count) == (Reprocess(generation=2, job="j"), 1)
