@@ -328,3 +328,14 @@ def test_the_handler_counts_and_logs_reprocessed_and_skipped(
     assert {(x["generation"], x["job"], x["delivery_id"]) for x in lines[:2]} == {
         (1, "job-7", "evt_1")
     }
+
+
+def test_a_reprocess_of_a_delivery_with_no_hook_is_skipped(h: Harness) -> None:
+    # Given evt_1 applied with the ledger hook, then a processor with no hook registered
+    h.run(first("a1", "evt_1"))
+    h.hooks = HookRegistry()
+    # When generation 1 is reprocessed
+    results = h.run(again("r1", "evt_1"))
+    # Then nothing ran and no mark was written (a later run with the hook back can still run it)
+    assert outcomes(results) == {"r1": ("skipped", "no hook")}
+    assert h.items("REPROCESS#") == {}
