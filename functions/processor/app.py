@@ -51,6 +51,8 @@ _METRIC = {
     Outcome.RETRY: MetricName.RETRY,
     Outcome.MALFORMED: MetricName.MALFORMED,
     Outcome.BUG: MetricName.PROCESSOR_BUG,
+    Outcome.REPROCESSED: MetricName.REPROCESSED,
+    Outcome.SKIPPED: MetricName.REPROCESS_SKIPPED,
 }
 
 
@@ -116,6 +118,8 @@ def _report(result: RecordResult) -> None:
     keys: dict[str, Any] = {"message_id": result.message_id, "outcome": result.outcome.value}
     if env is not None:
         keys |= {"source": env.source, "delivery_id": env.delivery_id}
+        if env.reprocess is not None:
+            keys |= {"generation": env.reprocess.generation, "job": env.reprocess.job}
         if env.resource_key is not None:
             keys |= {"resource_key": env.resource_key, "sequence": env.sequence}
     with logger.append_context_keys(**keys):
@@ -141,7 +145,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     -------
     dict
         ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``; empty list when every
-        record was applied, a duplicate or stale.
+        record was applied, a duplicate or stale, reprocessed or skipped.
     """
     messages = _messages(event)
     results = service().process_batch(messages) if messages else {}

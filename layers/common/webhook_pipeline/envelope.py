@@ -34,6 +34,23 @@ class BodyPointer(BaseModel):
     key: str
 
 
+class Reprocess(BaseModel):
+    """Marks an envelope as a reprocess: a delivery already applied runs its hook again.
+
+    Attributes
+    ----------
+    generation : int
+        The replay generation (>= 1): the hook runs at most once per (delivery, generation).
+    job : str
+        The replay job that sent it (1 to 128 characters), for operators.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    generation: StrictInt = Field(ge=1)
+    job: str = Field(min_length=1, max_length=128)
+
+
 class Envelope(BaseModel):
     """A verified delivery on its way to the processor.
 
@@ -77,6 +94,10 @@ class Envelope(BaseModel):
     gate : Literal["claimed", "bypassed", "replayed"]
         Whether the Redis gate claimed this delivery, was bypassed (fail-open), or the envelope
         came from a replay.
+    reprocess : Reprocess | None
+        Set by a replay from the archive in reprocess mode: the processor writes no record and
+        moves no watermark; it runs the hook of an ``applied`` delivery again, once per
+        generation (``webhook_pipeline.process.reprocess``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -98,6 +119,7 @@ class Envelope(BaseModel):
     batch_count: StrictInt | None = Field(default=None, ge=1)
     replay_count: int = Field(default=0, ge=0)
     gate: Literal["claimed", "bypassed", "replayed"] = "claimed"
+    reprocess: Reprocess | None = None
 
     @model_validator(mode="after")
     def _one_body(self) -> Envelope:

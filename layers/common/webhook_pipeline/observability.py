@@ -166,6 +166,8 @@ class MetricName:
     PROCESSOR_BUG = "ProcessorBug"
     HOOK_FAILED = "HookFailed"
     HOOK_COMPLETED = "HookCompleted"
+    REPROCESSED = "Reprocessed"
+    REPROCESS_SKIPPED = "ReprocessSkipped"
     SECRET_INVALID = "SecretInvalid"  # noqa: S105 - a metric name
     DUPLICATE_BODY_MISMATCH = "DuplicateBodyMismatch"
     HANDSHAKE_ANSWERED = "HandshakeAnswered"
