@@ -33,7 +33,8 @@ from webhook_pipeline.envelope import sha256_hex
 BUCKET = "stk-archive"
 HOUR = datetime(2026, 3, 1, 12, tzinfo=UTC)
 STRIPE_COUNT = 250
-SCRIPT_BODY = b'{"note": "<script>alert(1)</script>", "amount": 1}'
+SCRIPT = "</pre><script>window.__pwned=1</script><img src=x onerror=window.__pwned=2>"
+SCRIPT_BODY = json.dumps({"note": SCRIPT, "amount": 1}).encode()
 BINARY_BODY = b"\xff\xfe\x00<script>\x80binary"
 GARBAGE_KEY = (
     f"archive/source=stripe/hour={hour_of(HOUR)}/20260301T125900000000Z-{'e' * 32}.jsonl.gz"

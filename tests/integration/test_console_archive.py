@@ -24,6 +24,7 @@ from tests.integration.archive_console_data import (
     BAD_LINE_KEY,
     BUCKET,
     GARBAGE_KEY,
+    SCRIPT,
     SCRIPT_BODY,
     STRIPE_COUNT,
     fill_archive,
@@ -162,8 +163,9 @@ def test_markup_in_a_body_and_a_header_is_text(console: TestClient) -> None:
     page = search(console, source="stripe", delivery_id="evt_script", **WINDOW)
     (link,) = detail_links(page.text)
     shown = console.get(link).text
-    assert "<script>alert(1)" not in shown
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in shown
+    assert "<script>window" not in shown and "<img src=x" not in shown
+    assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;&lt;img src=x onerror" in shown
+    assert html.escape(SCRIPT) in shown  # in the raw text and the pretty-printed JSON
     assert "<b>bold</b>" not in shown
     assert "&lt;b&gt;bold&lt;/b&gt;" in shown
 
