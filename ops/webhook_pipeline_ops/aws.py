@@ -11,10 +11,10 @@ Where the resources are found, first hit wins per resource:
    ``$WEBHOOK_PIPELINE_LOCAL_DIR``), which also gives the endpoint URL and region;
 3. ``--stack NAME``: the CloudFormation stack's outputs ``MainQueueUrl``,
    ``DeadLetterQueueUrl``, ``DeliveriesTableName``, ``PayloadBucketName``,
-   ``ReplayFunctionName``;
+   ``ReplayFunctionName``, ``ArchiveBucketName``;
 4. environment: ``WEBHOOK_PIPELINE_QUEUE_URL``, ``WEBHOOK_PIPELINE_DLQ_URL``,
    ``WEBHOOK_PIPELINE_TABLE``, ``WEBHOOK_PIPELINE_PAYLOAD_BUCKET``,
-   ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``.
+   ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``, ``WEBHOOK_PIPELINE_ARCHIVE_BUCKET``.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ STACK_OUTPUTS = {
     "PayloadBucketName": "payload_bucket",
     "ReplayFunctionName": "replay_function",
     "SecretsPrefix": "secrets_prefix",
+    "ArchiveBucketName": "archive_bucket",
 }
 #: Environment variable -> resource attribute.
 ENVIRONMENT = {
@@ -55,6 +56,7 @@ ENVIRONMENT = {
     "WEBHOOK_PIPELINE_PAYLOAD_BUCKET": "payload_bucket",
     "WEBHOOK_PIPELINE_REPLAY_FUNCTION": "replay_function",
     "WEBHOOK_PIPELINE_SECRETS_PREFIX": "secrets_prefix",
+    "WEBHOOK_PIPELINE_ARCHIVE_BUCKET": "archive_bucket",
 }
 #: How each resource can be given (for error messages).
 HOW_TO_GIVE = {
@@ -64,6 +66,7 @@ HOW_TO_GIVE = {
     "payload_bucket": "--payload-bucket, --stack, --local or WEBHOOK_PIPELINE_PAYLOAD_BUCKET",
     "replay_function": "--function-name, --stack or WEBHOOK_PIPELINE_REPLAY_FUNCTION",
     "secrets_prefix": "--secrets-prefix, --stack, --local or WEBHOOK_PIPELINE_SECRETS_PREFIX",
+    "archive_bucket": "--archive-bucket, --stack, --local or WEBHOOK_PIPELINE_ARCHIVE_BUCKET",
 }
 LABELS = {
     "queue_url": "main queue URL",
@@ -72,6 +75,7 @@ LABELS = {
     "payload_bucket": "payload (claim-check) bucket name",
     "replay_function": "replay function name",
     "secrets_prefix": "secrets prefix",
+    "archive_bucket": "archive bucket name",
 }
 
 
@@ -91,6 +95,7 @@ RESOURCE_OPTIONS = {
     "payload_bucket": ("--payload-bucket", "payload (claim-check) bucket name"),
     "replay_function": ("--function-name", "replay function name or ARN"),
     "secrets_prefix": ("--secrets-prefix", "Secrets Manager name prefix of the source secrets"),
+    "archive_bucket": ("--archive-bucket", "archive bucket name"),
 }
 #: What most AWS commands may use.
 DEFAULT_RESOURCES = ("queue_url", "dlq_url", "table", "replay_function")
@@ -148,6 +153,7 @@ class Resources:
     payload_bucket: str | None = None
     replay_function: str | None = None
     secrets_prefix: str | None = None
+    archive_bucket: str | None = None
     origin: dict[str, str] = field(default_factory=dict)
 
     def require(self, name: str) -> str:
