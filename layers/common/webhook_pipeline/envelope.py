@@ -77,6 +77,16 @@ class Envelope(BaseModel):
     gate : Literal["claimed", "bypassed", "replayed"]
         Whether the Redis gate claimed this delivery, was bypassed (fail-open), or the envelope
         came from a replay.
+    provider : str | None
+        The source's provider name (``"stripe"``), for the archive; ``None`` in an envelope
+        written before ingest set it.
+    verified_with : Literal["current", "previous", "unsigned"] | None
+        Which of the source's secrets verified the request (``"unsigned"``: the provider signs
+        nothing, a shared token only admitted it); ``None`` when not known (older envelopes).
+    signed_headers : dict[str, str]
+        The request headers the provider's signature covered (lower-cased names), credentials
+        redacted (:func:`webhook_pipeline.redaction.redact_headers`); empty when none (or an
+        older envelope).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -98,6 +108,9 @@ class Envelope(BaseModel):
     batch_count: StrictInt | None = Field(default=None, ge=1)
     replay_count: int = Field(default=0, ge=0)
     gate: Literal["claimed", "bypassed", "replayed"] = "claimed"
+    provider: str | None = None
+    verified_with: Literal["current", "previous", "unsigned"] | None = None
+    signed_headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_body(self) -> Envelope:
