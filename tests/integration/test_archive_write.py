@@ -272,3 +272,24 @@ def test_two_sources_with_one_delivery_id_stay_separate(arc: ArchivePipeline) ->
     assert bodies == {"stripe": stripe, "github": github}
     assert {k.split("/")[1] for k in arc.object_keys()} == {"source=github", "source=stripe"}
     assert [r.source for r in arc.search(sources=("github",)).records] == ["github"]
+
+
+def test_archive_messages_are_sent_after_the_records_are_written(
+    arc: ArchivePipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in (1, 2, 3):
+        send(arc, "stripe", delivery_id=f"evt_{n}", resource=f"cus_{n}", sequence=n)
+    queue = arc.pipeline.processor.archive_queue()
+    real, seen = queue.client, []
+
+    class Checking:
+        def send_message_batch(self, **kwargs: Any) -> Any:
+            recorded = {i["delivery_id"]["S"] for i in arc.pipeline.scan() if "delivery_id" in i}
+            for entry in kwargs["Entries"]:
+                delivery_id = json.loads(entry["MessageBody"])["envelope"]["delivery_id"]
+                seen.append((delivery_id, delivery_id in recorded))
+            return real.send_message_batch(**kwargs)
+
+    monkeypatch.setattr(queue, "client", Checking())
+    assert arc.pipeline.process() == []
+    assert sorted(seen) == [("evt_1", True), ("evt_2", True), ("evt_3", True)]
