@@ -98,6 +98,17 @@ class Envelope(BaseModel):
         Set by a replay from the archive in reprocess mode: the processor writes no record and
         moves no watermark; it runs the hook of an ``applied`` delivery again, once per
         generation (``webhook_pipeline.process.reprocess``).
+
+    provider : str | None
+        The source's provider name (``"stripe"``), for the archive; ``None`` in an envelope
+        written before ingest set it.
+    verified_with : Literal["current", "previous", "unsigned"] | None
+        Which of the source's secrets verified the request (``"unsigned"``: the provider signs
+        nothing, a shared token only admitted it); ``None`` when not known (older envelopes).
+    signed_headers : dict[str, str]
+        The request headers the provider's signature covered (lower-cased names), credentials
+        redacted (:func:`webhook_pipeline.redaction.redact_headers`); empty when none (or an
+        older envelope).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -120,6 +131,9 @@ class Envelope(BaseModel):
     replay_count: int = Field(default=0, ge=0)
     gate: Literal["claimed", "bypassed", "replayed"] = "claimed"
     reprocess: Reprocess | None = None
+    provider: str | None = None
+    verified_with: Literal["current", "previous", "unsigned"] | None = None
+    signed_headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_body(self) -> Envelope:

@@ -171,6 +171,10 @@ class MetricName:
     SECRET_INVALID = "SecretInvalid"  # noqa: S105 - a metric name
     DUPLICATE_BODY_MISMATCH = "DuplicateBodyMismatch"
     HANDSHAKE_ANSWERED = "HandshakeAnswered"
+    ARCHIVE_SEND_FAILED = "ArchiveSendFailed"
+    ARCHIVED = "Archived"
+    ARCHIVE_WRITE_FAILED = "ArchiveWriteFailed"
+    ARCHIVE_BODY_FAILED = "ArchiveBodyFailed"
 
 
 def count(name: str, value: float = 1) -> None:
