@@ -14,7 +14,6 @@ from typing import Any
 
 import boto3
 import pytest
-
 from webhook_pipeline.archive.query import ArchiveFilter, search, window_hours
 from webhook_pipeline.archive.record import (
     ArchiveRecord,
