@@ -24,8 +24,8 @@ from webhook_pipeline_ops.simulator.deliveries import (
     signed_delivery,
 )
 
-from tests.helpers import envelope_json
-from tests.integration.archive_harness import ArchivePipeline, build_archive_pipeline
+from tests.helpers import FakeContext, envelope_json
+from tests.integration.archive_harness import ArchivePipeline, build_archive_pipeline, sqs_event
 from tests.integration.ingest_harness import IngestHarness
 
 pytestmark = pytest.mark.integration
@@ -61,6 +61,13 @@ def send_inline_max(
     assert response["statusCode"] == 202, response
     (message,) = [m for m in arc.ingest.messages() if f'"{delivery_id}"' in m["Body"]]
     return raw, message
+
+
+def redeliver(arc: ArchivePipeline, messages: list[dict[str, Any]]) -> list[str]:
+    """Hand ``messages`` to the processor again as their second receive; the failed ids."""
+    event = sqs_event(messages, receive_count=2)
+    response = arc.pipeline.processor.lambda_handler(event, FakeContext("ProcessorFunction"))
+    return [f["itemIdentifier"] for f in response["batchItemFailures"]]
 
 
 def main_entry_size(message: dict[str, Any]) -> int:
@@ -213,3 +220,85 @@ def test_no_request_can_make_a_reprocess_envelope(arc_all: ArchivePipeline) -> N
     grown = json.loads(message["Body"]) | {"reprocess_job": "sender"}
     with pytest.raises(MalformedEnvelopeError, match="extra_forbidden"):
         Envelope.from_json(json.dumps(grown))
+
+
+def test_every_member_of_a_coalesced_group_is_archived_with_its_own_outcome(
+    arc_all: ArchivePipeline,
+) -> None:
+    def send(delivery_id: str, resource: str, sequence: int) -> None:
+        sent = signed_delivery(
+            SOURCES["stripe"], delivery_id=delivery_id, resource=resource, sequence=sequence
+        )
+        assert arc_all.ingest.invoke(http_api_event(sent))["statusCode"] == 202
+
+    # Given cus_g at watermark 3, then one batch with three events of cus_g (the group write)
+    # at 1, 4 and 2, a second copy of the one at 4 (another message: a bypassed gate) and an
+    # event of cus_h
+    send("evt_g0", "cus_g", 3)
+    first = arc_all.ingest.messages()
+    assert arc_all.pipeline.process(first) == []
+    for n, seq in ((1, 1), (2, 4), (3, 2)):
+        send(f"evt_g{n}", "cus_g", seq)
+    send("evt_h", "cus_h", 1)
+    messages = arc_all.ingest.messages()
+    copy = next(m for m in messages if '"evt_g2"' in m["Body"]) | {"MessageId": "copy-of-g2"}
+    # When the processor takes them in one batch and the archiver writes the archive queue
+    assert arc_all.pipeline.process([*messages, copy]) == []
+    assert arc_all.archive() == []
+    # Then every message is one archived line, each with the outcome of its own record
+    lines = arc_all.lines()
+    sent = [*first, *messages, copy]
+    assert sorted(r.message_id for r in lines) == sorted(m["MessageId"] for m in sent)
+    items = [i for i in arc_all.pipeline.scan() if "delivery_id" in i]
+    stored = {i["delivery_id"]["S"]: i["outcome"]["S"] for i in items}
+    by_message = {r.message_id: r for r in lines}
+    for m in [*first, *messages]:
+        record = by_message[m["MessageId"]]
+        assert record.outcome == stored[record.delivery_id], record.delivery_id
+    assert by_message["copy-of-g2"].outcome == "duplicate"
+    assert stored == {
+        "evt_g0": "applied",
+        "evt_g1": "stale",
+        "evt_g2": "applied",
+        "evt_g3": "stale",
+        "evt_h": "applied",
+    }
+    assert sorted(r.delivery_id for r in arc_all.search().records) == sorted(stored)
+
+
+def test_a_delivery_archived_only_by_its_redelivery_is_found_by_its_recorded_verdict(
+    arc_all: ArchivePipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def send(delivery_id: str, sequence: int) -> dict[str, Any]:
+        sent = signed_delivery(
+            SOURCES["stripe"], delivery_id=delivery_id, resource="cus_1", sequence=sequence
+        )
+        assert arc_all.ingest.invoke(http_api_event(sent))["statusCode"] == 202
+        (message,) = arc_all.ingest.messages()
+        return message
+
+    # Given cus_1 at 5 (evt_n, archived), then evt_a (6: applied) and evt_s (1: stale) in one
+    # batch whose processor stops after the records are written, before the archive send
+    assert arc_all.pipeline.process([send("evt_n", 5)]) == []
+    batch = [send("evt_a", 6), send("evt_s", 1)]
+
+    def timed_out(*_: Any, **__: Any) -> dict[str, str]:
+        raise TimeoutError("the function timed out")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(arc_all.pipeline.processor, "archive_batch", timed_out)
+        with pytest.raises(TimeoutError):
+            arc_all.pipeline.process(batch)
+    # When SQS redelivers the batch (duplicates now) and the archiver writes the archive queue
+    assert redeliver(arc_all, batch) == []
+    assert arc_all.archive() == []
+    # Then each attempt's line says what the attempt did (a duplicate) and the verdict recorded
+    # for the delivery; a search by outcome finds each delivery by that verdict
+    lines = {r.delivery_id: r for r in arc_all.lines()}
+    assert (lines["evt_a"].outcome, lines["evt_a"].recorded_outcome) == ("duplicate", "applied")
+    assert (lines["evt_s"].outcome, lines["evt_s"].recorded_outcome) == ("duplicate", "stale")
+    assert lines["evt_n"].recorded_outcome is None
+    applied = arc_all.search(outcomes=("applied",)).records
+    assert sorted(r.delivery_id for r in applied) == ["evt_a", "evt_n"]
+    assert [r.delivery_id for r in arc_all.search(outcomes=("stale",)).records] == ["evt_s"]
+    assert arc_all.search(outcomes=("duplicate",)).records == []

@@ -96,6 +96,7 @@ def to_record(message: ArchiveMessage, body: bytes) -> ArchiveRecord:
         headers=redact_headers(env.headers),
         signed_headers=redact_headers(env.signed_headers),
         outcome=message.outcome,
+        recorded_outcome=message.recorded_outcome,
         reason=message.reason,
         archived_at=message.archived_at,
         message_id=message.message_id,

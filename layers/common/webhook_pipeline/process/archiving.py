@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Literal, Protocol
 
 from webhook_pipeline.archive.message import ArchiveMessage
 from webhook_pipeline.archive.record import format_time
@@ -116,9 +116,23 @@ def _archived(
             message_id=message.message_id,
             receive_count=max(1, message.receive_count),
             archived_at=archived_at,
+            recorded_outcome=_recorded_verdict(result),
         )
         out.append((message.message_id, body))
     return out
+
+
+def _recorded_verdict(result: RecordResult) -> Literal["applied", "stale"] | None:
+    """For a duplicate with the recorded copy's bytes (a redelivery, a sender's retry), the
+    verdict recorded for the delivery (``applied``, ``stale``): the archive finds the delivery by
+    it even when this is its only line. ``None`` for anything else (a copy with other bytes was
+    never applied)."""
+    recorded = result.recorded_outcome
+    if result.outcome is not Outcome.DUPLICATE or result.body_mismatch or recorded is None:
+        return None
+    if recorded is Outcome.APPLIED:
+        return "applied"
+    return "stale" if recorded is Outcome.STALE else None
 
 
 def _bodies(
