@@ -13,7 +13,7 @@ from webhook_pipeline.adapters.sqs import BATCH_MAX_BYTES, entry_size
 from webhook_pipeline.archive.message import ArchiveMessage
 from webhook_pipeline.envelope import BodyPointer, Envelope
 from webhook_pipeline.errors import MalformedEnvelopeError, PayloadUnavailableError
-from webhook_pipeline.process.archiving import archive_batch, spill_key
+from webhook_pipeline.process.archiving import archive_batch, archive_messages, spill_key
 from webhook_pipeline.process.model import Message, Outcome, RecordResult
 from webhook_pipeline.redaction import CREDENTIAL_HEADERS, REDACTED
 from webhook_pipeline_ops.simulator.deliveries import (
@@ -302,3 +302,29 @@ def test_a_delivery_archived_only_by_its_redelivery_is_found_by_its_recorded_ver
     assert sorted(r.delivery_id for r in applied) == ["evt_a", "evt_n"]
     assert [r.delivery_id for r in arc_all.search(outcomes=("stale",)).records] == ["evt_s"]
     assert arc_all.search(outcomes=("duplicate",)).records == []
+
+
+def test_the_recorded_verdict_is_carried_only_by_a_copy_with_the_recorded_bytes() -> None:
+    # A redelivered copy (same bytes), a copy with other bytes (body mismatch), a copy of a
+    # provider with volatile fields (its raw bytes may differ: another archive identity), an
+    # applied first run
+    plain = Envelope.from_json(envelope_json("evt_1"))
+    volatile = Envelope.from_json(envelope_json("evt_2", content_sha256="ab" * 32))
+    results = {
+        "same": RecordResult("same", Outcome.DUPLICATE, plain, recorded_outcome=Outcome.APPLIED),
+        "other": RecordResult(
+            "other", Outcome.DUPLICATE, plain, body_mismatch=True, recorded_outcome=Outcome.APPLIED
+        ),
+        "vol": RecordResult("vol", Outcome.DUPLICATE, volatile, recorded_outcome=Outcome.STALE),
+        "first": RecordResult("first", Outcome.APPLIED, plain),
+    }
+    messages = [Message(mid, "{}") for mid in results]
+    sent = {
+        mid: ArchiveMessage.from_json(text) for mid, text in archive_messages(messages, results)
+    }
+    assert {mid: m.recorded_outcome for mid, m in sent.items()} == {
+        "same": "applied",
+        "other": None,
+        "vol": None,
+        "first": None,
+    }

@@ -125,10 +125,13 @@ def _archived(
 def _recorded_verdict(result: RecordResult) -> Literal["applied", "stale"] | None:
     """For a duplicate with the recorded copy's bytes (a redelivery, a sender's retry), the
     verdict recorded for the delivery (``applied``, ``stale``): the archive finds the delivery by
-    it even when this is its only line. ``None`` for anything else (a copy with other bytes was
-    never applied)."""
+    it even when this is its only line. ``None`` for anything else: a copy with other bytes was
+    never applied, and one of a provider with volatile fields (``content_sha256`` set) may have
+    other raw bytes than the recorded copy (its identity in the archive is another)."""
     recorded = result.recorded_outcome
     if result.outcome is not Outcome.DUPLICATE or result.body_mismatch or recorded is None:
+        return None
+    if result.envelope is None or result.envelope.content_sha256 is not None:
         return None
     if recorded is Outcome.APPLIED:
         return "applied"
