@@ -79,7 +79,8 @@ def s3_client() -> Any:
 def payloads() -> S3PayloadStore:
     """The payload bucket: claim-check bodies read, and an archive message's body too big for
     the archive queue put (built on the first use: most envelopes carry their body inline)."""
-    return S3PayloadStore(None, settings.payload_bucket, client_factory=s3_client)
+    # ``s3_client`` looked up at the first use, not bound now (tests count what it builds).
+    return S3PayloadStore(None, settings.payload_bucket, client_factory=lambda: s3_client())
 
 
 @functools.cache
