@@ -169,6 +169,8 @@ class MetricName:
     SECRET_INVALID = "SecretInvalid"  # noqa: S105 - a metric name
     DUPLICATE_BODY_MISMATCH = "DuplicateBodyMismatch"
     HANDSHAKE_ANSWERED = "HandshakeAnswered"
+    #: The processor could not send an envelope's archive message (the record is retried).
+    ARCHIVE_SEND_FAILED = "ArchiveSendFailed"
 
 
 def count(name: str, value: float = 1) -> None:
