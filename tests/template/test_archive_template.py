@@ -9,6 +9,7 @@ conditional parts (the KMS key) are evaluated both ways with the local stack's r
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from datetime import datetime
@@ -462,3 +463,17 @@ def test_archive_outputs(template: dict[str, Any]) -> None:
     for output, resource in expected.items():
         assert is_ref(outputs[output]["Value"], resource), output
     assert default_of(template, {"Ref": "ArchiveRetentionDays"}) == 90
+
+
+def test_every_function_built_by_makefile_has_its_target(template: dict[str, Any]) -> None:
+    # sam build runs `make build-<LogicalId>` in packaging/<arch>/ (packaging/lambda.mk)
+    from tests.template.test_template import ROOT
+
+    makefile = (ROOT / "packaging" / "lambda.mk").read_text()
+    targets = set(re.findall(r"^([\w -]+):", makefile, re.MULTILINE))
+    declared = {name for line in targets for name in line.split()}
+    functions = resources_of(template, "AWS::Serverless::Function")
+    assert "ArchiverFunction" in functions
+    for name, resource in functions.items():
+        assert resource["Metadata"]["BuildMethod"] == "makefile", name
+        assert f"build-{name}" in declared, name
