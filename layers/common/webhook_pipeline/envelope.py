@@ -34,6 +34,23 @@ class BodyPointer(BaseModel):
     key: str
 
 
+class Reprocess(BaseModel):
+    """Marks an envelope sent by a reprocess replay job: run the hook again, once per generation.
+
+    Attributes
+    ----------
+    generation : int
+        The replay generation (>= 1), allocated once per job.
+    job : str
+        The replay job id (1..128 characters).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    generation: StrictInt = Field(ge=1)
+    job: str = Field(min_length=1, max_length=128)
+
+
 class Envelope(BaseModel):
     """A verified delivery on its way to the processor.
 
@@ -77,6 +94,8 @@ class Envelope(BaseModel):
     gate : Literal["claimed", "bypassed", "replayed"]
         Whether the Redis gate claimed this delivery, was bypassed (fail-open), or the envelope
         came from a replay.
+    reprocess : Reprocess | None
+        Set by a reprocess replay job (:class:`Reprocess`); ``None`` for every other envelope.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -98,6 +117,7 @@ class Envelope(BaseModel):
     batch_count: StrictInt | None = Field(default=None, ge=1)
     replay_count: int = Field(default=0, ge=0)
     gate: Literal["claimed", "bypassed", "replayed"] = "claimed"
+    reprocess: Reprocess | None = None
 
     @model_validator(mode="after")
     def _one_body(self) -> Envelope:
