@@ -15,6 +15,7 @@ from webhook_pipeline.replay.archive_job import CHUNK, ArchiveReplayTarget, run_
 from webhook_pipeline.replay.archive_request import ArchiveReplayRequest
 from webhook_pipeline.replay.archive_state import JobStore, job_key
 
+from tests.helpers import FakeContext, load_function
 from tests.replay_archive_fixtures import (
     ARCHIVE_BUCKET,
     PAYLOAD_BUCKET,
@@ -220,3 +221,38 @@ def test_the_cursor_is_checkpointed_after_each_chunk(stack: ArchiveStack) -> Non
     assert seen == [(10, 10), (20, 10), (25, 5)]
     assert job_key("cp-1") in state_keys(stack)
     assert Counter(k.split("/")[0] for k in state_keys(stack)) == {"replay-jobs": 1}
+
+
+def test_the_replay_function_stops_near_its_timeout_and_goes_on_when_invoked_again(
+    stack: ArchiveStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = archive_25(stack)
+    app = load_function(
+        "replay",
+        {
+            "QUEUE_URL": stack.queue_url,
+            "DLQ_URL": stack.queue_url,
+            "ARCHIVE_BUCKET": ARCHIVE_BUCKET,
+            "TABLE_NAME": TABLE,
+            "PAYLOAD_BUCKET": PAYLOAD_BUCKET,
+        },
+        monkeypatch,
+    )
+    left = iter([20_000, 20_000, 9_000])  # the default margin is 10 s: two chunks, then stop
+    event = {
+        "from_archive": {
+            "mode": "redeliver",
+            "start": "2026-11-30T10:00:00Z",
+            "end": "2026-11-30T12:00:00Z",
+        }
+    }
+    first = app.lambda_handler(event, FakeContext(remaining_ms=lambda: next(left)))
+    assert (first["status"], first["sent"], first["cursor"]) == ("incomplete", 20, 20)
+    event["from_archive"]["job"] = first["job"]
+    second = app.lambda_handler(event, FakeContext())
+    assert (second["status"], second["sent"], second["resumed_from"]) == ("complete", 5, 20)
+    assert sorted(e.delivery_id for e in stack.drain()) == ids
+    with pytest.raises(InvalidReplayRequestError, match="mode: Field required"):
+        app.lambda_handler({"from_archive": {"start": "2026-11-30T10:00:00Z"}}, FakeContext())
+    # the DLQ request still works
+    assert app.lambda_handler({"dry_run": True}, FakeContext())["examined"] == 0
