@@ -28,6 +28,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -146,17 +147,15 @@ def run_archive_replay(
     if not candidates:
         report.status = "empty"
         return report
-    run = _JobRun(
-        request, target, report, candidates, RateLimiter(request.rate_per_second, clock, sleep)
-    )
+    limiter = RateLimiter(request.rate_per_second, clock, sleep, burst=CHUNK)
+    run = _JobRun(request, target, report, candidates, limiter, clock)
     if not request.dry_run:
         state = run.open_state()
         if state.status == "complete":
             report.cursor = state.cursor
             return report
     run.work(remaining_time_ms, safety_margin_ms, on_progress)
-    report.elapsed_seconds = clock() - started
-    report.achieved_rate = report.sent / report.elapsed_seconds if report.elapsed_seconds else 0.0
+    run.finish(started)
     return report
 
 
@@ -178,15 +177,18 @@ class _JobRun:
         report: ArchiveReplayReport,
         candidates: list[ArchiveRecord],
         limiter: RateLimiter,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.request = request
         self.target = target
         self.report = report
         self.candidates = candidates
         self.limiter = limiter
+        self.clock = clock
         self.store = JobStore(target.s3, target.archive_bucket)
         self.state: JobState | None = None
         self.base: JobState | None = None
+        self.first_send_at: float | None = None
 
     def open_state(self) -> JobState:
         """Load the job's state (checked against the request) or create it (with a generation
@@ -227,43 +229,51 @@ class _JobRun:
         safety_margin_ms: int,
         on_progress: Callable[[ArchiveReplayReport], None] | None,
     ) -> None:
-        """The chunk loop from the cursor; sets the report's status."""
+        """The chunk loop from the cursor; sets the report's status. The records of the next
+        chunk are read while the current one is sent (one read ahead, never a send)."""
         report = self.report
         cursor = report.cursor
-        while cursor < len(self.candidates):
-            chunk = self.candidates[cursor : cursor + CHUNK]
-            if remaining_time_ms is not None:
-                needed_ms = len(chunk) * self.limiter.interval * 1000 + safety_margin_ms
-                if remaining_time_ms() < needed_ms:
-                    report.status = "incomplete"
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            ahead = self._lookup(pool, cursor)
+            while cursor < len(self.candidates):
+                chunk = self.candidates[cursor : cursor + CHUNK]
+                if remaining_time_ms is not None:
+                    needed_ms = len(chunk) * self.limiter.interval * 1000 + safety_margin_ms
+                    if remaining_time_ms() < needed_ms:
+                        report.status = "incomplete"
+                        break
+                try:
+                    outcomes = ahead.result()
+                    ahead = self._lookup(pool, cursor + len(chunk))
+                    self._chunk(chunk, outcomes)
+                    cursor += len(chunk)
+                    report.cursor = cursor
+                    if self.state is not None:
+                        self._checkpoint(cursor, "running")  # after the send, never before
+                except (RecordLookupError, ChunkNotSentError, JobStateError) as exc:
+                    report.status, report.error = "failed", str(exc)
                     break
-            try:
-                self._chunk(chunk)
-            except (RecordLookupError, ChunkNotSentError, JobStateError) as exc:
-                report.status, report.error = "failed", str(exc)
-                break
-            cursor += len(chunk)
-            report.cursor = cursor
-            if self.state is not None:
-                self._checkpoint(cursor, "running")
-            if on_progress is not None:
-                on_progress(report)
-        else:
-            report.status = "complete"
+                if on_progress is not None:
+                    on_progress(report)
+            else:
+                report.status = "complete"
         if self.state is not None:
+            final = "complete" if report.status == "complete" else "incomplete"
             try:
-                self._checkpoint(
-                    cursor, "complete" if report.status == "complete" else "incomplete"
-                )
+                self._checkpoint(cursor, final)
             except JobStateError as exc:
                 report.status, report.error = "failed", str(exc)
 
-    def _chunk(self, chunk: list[ArchiveRecord]) -> None:
-        """Check, then send (real run) or count (dry run), one chunk of candidates."""
+    def _lookup(self, pool: ThreadPoolExecutor, cursor: int) -> Future[dict[Any, str | None]]:
+        """Read (in ``pool``) the record outcomes of the chunk at ``cursor``."""
+        chunk = self.candidates[cursor : cursor + CHUNK]
+        identities = [(r.source, r.delivery_id) for r in chunk]
+        return pool.submit(recorded_outcomes, self.target.dynamodb, self.target.table, identities)
+
+    def _chunk(self, chunk: list[ArchiveRecord], outcomes: dict[Any, str | None]) -> None:
+        """Send (real run) or count (dry run) the candidates of one chunk that pass the
+        record checks (``outcomes``: their records' outcomes)."""
         report = self.report
-        outcomes = recorded_outcomes(
-            self.target.dynamodb, self.target.table, [(r.source, r.delivery_id) for r in chunk]
-        )
         envelopes: list[Envelope] = []
         for record in chunk:
             report.examined += 1
@@ -283,8 +293,17 @@ class _JobRun:
         if envelopes:
             for _ in envelopes:
                 self.limiter.acquire()
+                if self.first_send_at is None:
+                    self.first_send_at = self.clock()
             send_chunk(self.target.sqs, self.target.queue_url, envelopes)
             report.sent += len(envelopes)
+
+    def finish(self, started: float) -> None:
+        """Set the report's elapsed time (since ``started``) and achieved rate."""
+        ended = self.clock()
+        self.report.elapsed_seconds = ended - started
+        if self.first_send_at is not None and ended > self.first_send_at:
+            self.report.achieved_rate = self.report.sent / (ended - self.first_send_at)
 
     def _skip_reason(self, outcome: str | None) -> str | None:
         if self.request.mode == "redeliver":
