@@ -256,3 +256,27 @@ def test_the_replay_function_stops_near_its_timeout_and_goes_on_when_invoked_aga
         app.lambda_handler({"from_archive": {"start": "2026-11-30T10:00:00Z"}}, FakeContext())
     # the DLQ request still works
     assert app.lambda_handler({"dry_run": True}, FakeContext())["examined"] == 0
+
+
+def test_a_chunk_sqs_refuses_is_not_checkpointed_and_the_resume_sends_it(
+    stack: ArchiveStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = archive_25(stack)
+    original = stack.sqs.send_message_batch
+    calls = {"n": 0}
+
+    def second_call_fails(**kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("SQS unavailable")
+        return original(**kwargs)
+
+    monkeypatch.setattr(stack.sqs, "send_message_batch", second_call_fails)
+    failed = run_archive_replay(request(job="refused-1"), target(stack))
+    assert (failed.status, failed.cursor, failed.sent) == ("failed", CHUNK, CHUNK)
+    assert "SQS unavailable" in (failed.error or "")
+    state = JobStore(stack.s3, ARCHIVE_BUCKET).load("refused-1")
+    assert state is not None and (state.cursor, state.status) == (CHUNK, "incomplete")
+    resumed = run_archive_replay(request(job="refused-1"), target(stack))
+    assert (resumed.status, resumed.resumed_from, resumed.sent) == ("complete", CHUNK, 15)
+    assert sorted(e.delivery_id for e in stack.drain()) == ids
