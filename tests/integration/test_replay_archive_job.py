@@ -5,7 +5,6 @@ reported and skipped, a changed request refused."""
 from __future__ import annotations
 
 import gzip
-from collections import Counter
 from typing import Any
 
 import boto3
@@ -219,8 +218,9 @@ def test_the_cursor_is_checkpointed_after_each_chunk(stack: ArchiveStack) -> Non
 
     run_archive_replay(request(job="cp-1"), target(stack), on_progress=progress)
     assert seen == [(10, 10), (20, 10), (25, 5)]
-    assert job_key("cp-1") in state_keys(stack)
-    assert Counter(k.split("/")[0] for k in state_keys(stack)) == {"replay-jobs": 1}
+    state = store.load("cp-1")
+    assert state is not None and state.candidates_key.startswith("replay-jobs/cp-1.")
+    assert sorted(state_keys(stack)) == sorted([job_key("cp-1"), state.candidates_key])
 
 
 def test_the_replay_function_stops_near_its_timeout_and_goes_on_when_invoked_again(
@@ -280,3 +280,33 @@ def test_a_chunk_sqs_refuses_is_not_checkpointed_and_the_resume_sends_it(
     resumed = run_archive_replay(request(job="refused-1"), target(stack))
     assert (resumed.status, resumed.resumed_from, resumed.sent) == ("complete", CHUNK, 15)
     assert sorted(e.delivery_id for e in stack.drain()) == ids
+
+
+def test_a_resume_goes_on_over_the_candidates_the_job_started_with(stack: ArchiveStack) -> None:
+    ids = archive_25(stack)
+    for d in ids:
+        put_delivery_record(stack.dynamodb, "stripe", d, "applied")
+    left = iter([20_000, 0])  # one chunk, then out of time
+    first = run_archive_replay(
+        request("reprocess", job="frozen-1"),
+        target(stack),
+        remaining_time_ms=lambda: next(left),
+    )
+    assert (first.status, first.cursor) == ("incomplete", CHUNK)
+    assert sorted(e.delivery_id for e in stack.drain()) == ids[:CHUNK]
+    # the archive changes under the job: a delivery archived late sorts second in the window
+    # (every later index moves by one), and the objects of the hour 11:00 are removed
+    late = record("evt_00a", 0)
+    put_delivery_record(stack.dynamodb, "stripe", "evt_00a", "applied")
+    put_archive(stack.s3, [late])
+    hour_11 = stack.s3.list_objects_v2(
+        Bucket=ARCHIVE_BUCKET, Prefix="archive/source=stripe/hour=2026-11-30-11/"
+    )["Contents"]
+    for item in hour_11:
+        stack.s3.delete_object(Bucket=ARCHIVE_BUCKET, Key=item["Key"])
+    resumed = run_archive_replay(request("reprocess", job="frozen-1"), target(stack))
+    assert (resumed.status, resumed.resumed_from, resumed.total) == ("complete", CHUNK, 25)
+    assert resumed.generation == first.generation
+    assert sorted(e.delivery_id for e in stack.drain()) == ids[CHUNK:15]  # 4 x 15 < 60 min
+    assert [f["delivery_id"] for f in resumed.failed] == ids[15:]
+    assert {f["reason"] for f in resumed.failed} == {"no longer in the archive"}

@@ -22,10 +22,8 @@ A dry run does the same reads and checks, sends nothing and writes no state.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -50,10 +48,13 @@ from webhook_pipeline.replay.archive_report import (
 from webhook_pipeline.replay.archive_request import ArchiveReplayRequest
 from webhook_pipeline.replay.archive_state import (
     MAX_LISTED_FAILURES,
+    Gone,
     JobState,
     JobStateError,
     JobStore,
+    candidates_digest,
     check_resumable,
+    new_job_id,
 )
 from webhook_pipeline.replay.rate import RateLimiter
 
@@ -93,12 +94,6 @@ class ArchiveReplayTarget:
     inline_body_max_bytes: int = DEFAULT_INLINE_BODY_MAX_BYTES
 
 
-def new_job_id(now: datetime | None = None) -> str:
-    """``<YYYYMMDDTHHMMSSZ>-<8 hex>``."""
-    moment = (now or datetime.now(UTC)).astimezone(UTC)
-    return f"{moment.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
-
-
 def run_archive_replay(
     request: ArchiveReplayRequest,
     target: ArchiveReplayTarget,
@@ -132,7 +127,7 @@ def run_archive_replay(
     Raises
     ------
     InvalidReplayRequestError
-        The job exists with another request, or its candidates changed.
+        The job exists with another request.
     JobStateError
         The job's state could not be read or created (nothing was sent).
     """
@@ -142,9 +137,9 @@ def run_archive_replay(
     report.corrupt_objects = [
         {"key": p.key, "line": p.line, "reason": p.reason} for p in found.problems
     ]
-    candidates = found.records[: request.max_deliveries]
+    candidates: list[ArchiveRecord | Gone] = list(found.records[: request.max_deliveries])
     report.total = len(candidates)
-    if not candidates:
+    if not candidates and not _job_exists(target, request):
         report.status = "empty"
         return report
     limiter = RateLimiter(request.rate_per_second, clock, sleep, burst=CHUNK)
@@ -159,12 +154,10 @@ def run_archive_replay(
     return report
 
 
-def candidates_digest(candidates: list[ArchiveRecord]) -> str:
-    """Hex SHA-256 of the ordered (source, delivery id, body SHA-256) of the candidates."""
-    digest = hashlib.sha256()
-    for record in candidates:
-        digest.update("\x1f".join(record.identity).encode() + b"\x1e")
-    return digest.hexdigest()
+def _job_exists(target: ArchiveReplayTarget, request: ArchiveReplayRequest) -> bool:
+    if request.dry_run or request.job is None:
+        return False
+    return JobStore(target.s3, target.archive_bucket).load(request.job) is not None
 
 
 class _JobRun:
@@ -175,7 +168,7 @@ class _JobRun:
         request: ArchiveReplayRequest,
         target: ArchiveReplayTarget,
         report: ArchiveReplayReport,
-        candidates: list[ArchiveRecord],
+        candidates: list[ArchiveRecord | Gone],
         limiter: RateLimiter,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -192,36 +185,53 @@ class _JobRun:
 
     def open_state(self) -> JobState:
         """Load the job's state (checked against the request) or create it (with a generation
-        for reprocess)."""
+        for reprocess). A resumed job goes on over the candidates it started with."""
         request, report = self.request, self.report
         job = request.job or new_job_id()
-        digest = candidates_digest(self.candidates)
         state = self.store.load(job)
         if state is None:
-            now = datetime.now(UTC).isoformat()
-            generation = (
-                self.store.allocate_generation(job) if request.mode == "reprocess" else None
-            )
-            state = self.store.create(
-                JobState(
-                    job=job,
-                    fingerprint=request.fingerprint(),
-                    request=request.model_dump(mode="json", exclude={"job", "dry_run"}),
-                    mode=request.mode,
-                    generation=generation,
-                    total=len(self.candidates),
-                    candidates_sha256=digest,
-                    started_at=now,
-                    updated_at=now,
-                )
-            )
+            state = self._create_state(job)
+        check_resumable(state, request.fingerprint())
         if state.cursor > 0 or state.status != "running":
             report.resumed_from = state.cursor
-        check_resumable(state, request.fingerprint(), digest)
+        if state.candidates_sha256 != candidates_digest(self.candidates):
+            self.candidates = self._frozen_candidates(state)
+        report.total = len(self.candidates)
         report.job, report.generation, report.cursor = job, state.generation, state.cursor
         self.state = state
         self.base = state.model_copy(deep=True)
         return state
+
+    def _create_state(self, job: str) -> JobState:
+        request = self.request
+        digest = candidates_digest(self.candidates)
+        identities = [c.identity for c in self.candidates]
+        candidates_key = self.store.save_candidates(job, digest, identities)
+        now = datetime.now(UTC).isoformat()
+        generation = self.store.allocate_generation(job) if request.mode == "reprocess" else None
+        return self.store.create(
+            JobState(
+                job=job,
+                fingerprint=request.fingerprint(),
+                request=request.model_dump(mode="json", exclude={"job", "dry_run"}),
+                mode=request.mode,
+                generation=generation,
+                total=len(self.candidates),
+                candidates_sha256=digest,
+                candidates_key=candidates_key,
+                started_at=now,
+                updated_at=now,
+            )
+        )
+
+    def _frozen_candidates(self, state: JobState) -> list[ArchiveRecord | Gone]:
+        """The job's candidates as it started, each with its record found now, or
+        :class:`Gone` when the archive no longer has it."""
+        found = {c.identity: c for c in self.candidates if isinstance(c, ArchiveRecord)}
+        return [
+            found.get(identity) or Gone(*identity)
+            for identity in self.store.load_candidates(state.candidates_key)
+        ]
 
     def work(
         self,
@@ -270,13 +280,16 @@ class _JobRun:
         identities = [(r.source, r.delivery_id) for r in chunk]
         return pool.submit(recorded_outcomes, self.target.dynamodb, self.target.table, identities)
 
-    def _chunk(self, chunk: list[ArchiveRecord], outcomes: dict[Any, str | None]) -> None:
+    def _chunk(self, chunk: list[ArchiveRecord | Gone], outcomes: dict[Any, str | None]) -> None:
         """Send (real run) or count (dry run) the candidates of one chunk that pass the
         record checks (``outcomes``: their records' outcomes)."""
         report = self.report
         envelopes: list[Envelope] = []
         for record in chunk:
             report.examined += 1
+            if isinstance(record, Gone):
+                self._failed(record, "no longer in the archive")
+                continue
             reason = self._skip_reason(outcomes[(record.source, record.delivery_id)])
             if reason is not None:
                 report.skipped[reason] += 1
@@ -338,7 +351,7 @@ class _JobRun:
             self._failed(record, f"body not stored: {type(exc).__name__}")
         return None
 
-    def _failed(self, record: ArchiveRecord, reason: str) -> None:
+    def _failed(self, record: ArchiveRecord | Gone, reason: str) -> None:
         self.report.failed.append(
             {"source": record.source, "delivery_id": record.delivery_id, "reason": reason}
         )

@@ -4,6 +4,8 @@ reprocess generation.
 Layout (the archive bucket, outside ``archive/`` so the archive's readers never see it)::
 
     replay-jobs/<job id>.json              the job's state (:class:`JobState`)
+    replay-jobs/<job id>.<16 hex>.candidates.json.gz
+                                           the job's candidates, in order, as it started
     replay-generations/<12-digit number>   one object per allocated generation (body: job id)
 
 Generation allocation: the next number after the highest object under ``replay-generations/``
@@ -18,12 +20,19 @@ No table write: the replay needs only reads of the deliveries table.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from webhook_pipeline.archive.record import ArchiveRecord
 from webhook_pipeline.errors import InvalidReplayRequestError
 
 JOBS_PREFIX = "replay-jobs/"
@@ -58,7 +67,11 @@ class JobState(BaseModel):
     total : int
         Candidates of the job (after ``max_deliveries``).
     candidates_sha256 : str
-        Digest of the ordered candidate identities: a resume whose candidates differ is refused.
+        Digest of the ordered candidate identities when the job started.
+    candidates_key : str
+        Where those identities are kept (:meth:`JobStore.save_candidates`): a resume whose
+        archive search finds other candidates (deliveries archived late, objects removed) goes
+        on over these, so the cursor keeps pointing at the same delivery.
     cursor : int
         Index of the next candidate to examine (0..total).
     sent : int
@@ -85,6 +98,7 @@ class JobState(BaseModel):
     generation: int | None = None
     total: int = Field(ge=0)
     candidates_sha256: str
+    candidates_key: str
     cursor: int = Field(default=0, ge=0)
     sent: int = 0
     skipped: dict[str, int] = Field(default_factory=dict)
@@ -173,6 +187,31 @@ class JobStore:
         except ClientError as exc:
             raise JobStateError(f"job {state.job}: checkpoint not written: {_code(exc)}") from None
 
+    def save_candidates(self, job: str, digest: str, identities: list[tuple[str, str, str]]) -> str:
+        """Store the ordered candidate identities of a new job; return the key. The key carries
+        the digest, so two runs that start one job write the same content to the same key.
+
+        Raises
+        ------
+        JobStateError
+            S3 refused the write.
+        """
+        key = f"{JOBS_PREFIX}{job}.{digest[:16]}.candidates.json.gz"
+        body = gzip.compress(json.dumps([list(i) for i in identities]).encode(), mtime=0)
+        try:
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=body)
+        except ClientError as exc:
+            raise JobStateError(f"job {job}: candidates not written: {_code(exc)}") from None
+        return key
+
+    def load_candidates(self, key: str) -> list[tuple[str, str, str]]:
+        """The identities :meth:`save_candidates` stored. Raises :class:`JobStateError`."""
+        try:
+            data = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            return [(s, d, h) for s, d, h in json.loads(gzip.decompress(data))]
+        except (ClientError, OSError, ValueError) as exc:
+            raise JobStateError(f"{key}: candidates not readable: {type(exc).__name__}") from None
+
     def allocate_generation(self, job: str) -> int:
         """A generation number no other job has (see the module docstring).
 
@@ -212,26 +251,48 @@ class JobStore:
         return highest
 
 
-def check_resumable(state: JobState, fingerprint: str, candidates_sha256: str) -> None:
-    """Refuse to resume ``state`` with another request or other candidates.
+def check_resumable(state: JobState, fingerprint: str) -> None:
+    """Refuse to resume ``state`` with another request.
 
     Raises
     ------
     InvalidReplayRequestError
-        The request's fingerprint differs (another window, filter, mode or maximum), or the
-        archive's candidates for the window changed since the job started.
+        The request's fingerprint differs (another window, filter, mode or maximum).
     """
     if state.fingerprint != fingerprint:
         raise InvalidReplayRequestError(
             f"job {state.job} was started with another request ({json.dumps(state.request)}); "
             "resume it with the same mode, window, filters and --max, or start a new job"
         )
-    if state.candidates_sha256 != candidates_sha256:
-        raise InvalidReplayRequestError(
-            f"job {state.job}: the archive's deliveries of this window changed since the job "
-            "started, so its cursor no longer points at the same delivery; start a new job"
-        )
 
 
 def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", "error"))
+
+
+@dataclass(frozen=True)
+class Gone:
+    """A candidate of a resumed job that the archive no longer has (reported in ``failed``)."""
+
+    source: str
+    delivery_id: str
+    body_sha256: str
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """As :attr:`ArchiveRecord.identity`."""
+        return (self.source, self.delivery_id, self.body_sha256)
+
+
+def new_job_id(now: datetime | None = None) -> str:
+    """``<YYYYMMDDTHHMMSSZ>-<8 hex>``."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return f"{moment.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+
+
+def candidates_digest(candidates: Sequence[ArchiveRecord | Gone]) -> str:
+    """Hex SHA-256 of the ordered (source, delivery id, body SHA-256) of the candidates."""
+    digest = hashlib.sha256()
+    for record in candidates:
+        digest.update("\x1f".join(record.identity).encode() + b"\x1e")
+    return digest.hexdigest()
