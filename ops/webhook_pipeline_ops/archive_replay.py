@@ -115,7 +115,8 @@ def _check_source(name: str) -> None:
 
 def run(args: argparse.Namespace, invoke: Callable[[Aws, dict[str, Any]], dict[str, Any]]) -> int:
     """Run the archive replay (``invoke``: how to call the ReplayFunction with a payload, for
-    ``--via-function``); print the report. Exit 0, or 1 when something failed."""
+    ``--via-function``); print the report. Exit 0; 1 when the run failed, or a delivery or an
+    archive object could not be read (each reported, the others replayed)."""
     request = request_from_args(args)
     aws = Aws(args)
     if args.via_function:
@@ -123,7 +124,8 @@ def run(args: argparse.Namespace, invoke: Callable[[Aws, dict[str, Any]], dict[s
     else:
         report = _run_here(aws, request, args).to_dict()
     _print(args, request, report)
-    return 1 if report["status"] == "failed" or report["failed"] else 0
+    problems = report["failed"] or report["corrupt_objects"]
+    return 1 if report["status"] == "failed" or problems else 0
 
 
 def _run_here(aws: Aws, request: ArchiveReplayRequest, args: argparse.Namespace) -> Any:

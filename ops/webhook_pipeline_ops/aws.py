@@ -6,15 +6,15 @@ Where the CLI connects: default boto3 credentials and region, ``--profile``/``--
 Where the resources are found, first hit wins per resource:
 
 1. explicit ``--queue-url``, ``--dlq-url``, ``--table``, ``--payload-bucket``,
-   ``--function-name`` (each command offers only the ones it uses);
+   ``--function-name``, ``--archive-bucket`` (each command offers only the ones it uses);
 2. ``--local``: the local stack's ``outputs.json`` (in ``.local-stack/`` or
    ``$WEBHOOK_PIPELINE_LOCAL_DIR``), which also gives the endpoint URL and region;
 3. ``--stack NAME``: the CloudFormation stack's outputs ``MainQueueUrl``,
    ``DeadLetterQueueUrl``, ``DeliveriesTableName``, ``PayloadBucketName``,
-   ``ReplayFunctionName``;
+   ``ReplayFunctionName``, ``ArchiveBucketName``;
 4. environment: ``WEBHOOK_PIPELINE_QUEUE_URL``, ``WEBHOOK_PIPELINE_DLQ_URL``,
    ``WEBHOOK_PIPELINE_TABLE``, ``WEBHOOK_PIPELINE_PAYLOAD_BUCKET``,
-   ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``.
+   ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``, ``WEBHOOK_PIPELINE_ARCHIVE_BUCKET``.
 """
 
 from __future__ import annotations

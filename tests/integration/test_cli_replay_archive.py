@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -125,3 +126,44 @@ def test_real_run_reports_and_resumes_with_the_job(cli: Run, stack: ArchiveStack
     code, out, _ = cli(*argv, "--source", "stripe")
     assert code == 2
     assert "job cli-1 was started with another request" in out + _
+
+
+def test_via_function_invokes_again_with_the_job_while_incomplete(
+    cli: Run, stack: ArchiveStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from webhook_pipeline_ops.commands import replay as replay_command
+
+    payloads: list[dict[str, Any]] = []
+    answers = iter(["incomplete", "incomplete", "complete"])
+
+    def invoke(aws: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        payloads.append(json.loads(json.dumps(payload)))
+        status = next(answers)
+        sent = 10 * len(payloads)
+        return {
+            "job": "fn-1",
+            "mode": "redeliver",
+            "dry_run": False,
+            "status": status,
+            "generation": None,
+            "total": 25,
+            "examined": 10,
+            "matched": 10,
+            "sent": sent,
+            "skipped": {},
+            "failed": [],
+            "corrupt_objects": [],
+            "resumed_from": None,
+            "cursor": min(25, sent),
+            "elapsed_seconds": 1.0,
+            "achieved_rate": 10.0,
+        }
+
+    monkeypatch.setattr(replay_command, "invoke_function", invoke)
+    code, out, _ = cli(
+        "replay", "--from-archive", "--mode", "redeliver", *WINDOW, "--via-function", "--json"
+    )
+    assert code == 0
+    assert [p["from_archive"].get("job") for p in payloads] == [None, "fn-1", "fn-1"]
+    assert {p["from_archive"]["mode"] for p in payloads} == {"redeliver"}
+    assert json.loads(out)["status"] == "complete"
