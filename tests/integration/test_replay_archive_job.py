@@ -310,3 +310,23 @@ def test_a_resume_goes_on_over_the_candidates_the_job_started_with(stack: Archiv
     assert sorted(e.delivery_id for e in stack.drain()) == ids[CHUNK:15]  # 4 x 15 < 60 min
     assert [f["delivery_id"] for f in resumed.failed] == ids[15:]
     assert {f["reason"] for f in resumed.failed} == {"no longer in the archive"}
+
+
+def test_a_second_run_of_one_job_at_once_stops_at_its_checkpoint(stack: ArchiveStack) -> None:
+    archive_25(stack)
+    other = JobStore(stack.s3, ARCHIVE_BUCKET)
+    chunks = {"n": 0}
+
+    def another_run_checkpoints(report: Any) -> None:
+        chunks["n"] += 1
+        if chunks["n"] == 1:  # another run of the job reads and writes the state meanwhile
+            state = other.load("twice-1")
+            assert state is not None
+            other.save(state.model_copy(update={"updated_at": "2026-12-01T00:00:00+00:00"}))
+
+    report = run_archive_replay(
+        request(job="twice-1"), target(stack), on_progress=another_run_checkpoints
+    )
+    assert report.status == "failed"
+    assert "another run of this job wrote its state" in (report.error or "")
+    assert (report.cursor, report.sent) == (CHUNK, 2 * CHUNK)  # stopped at its next checkpoint

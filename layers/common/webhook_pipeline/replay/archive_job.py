@@ -257,9 +257,9 @@ class _JobRun:
                     ahead = self._lookup(pool, cursor + len(chunk))
                     self._chunk(chunk, outcomes)
                     cursor += len(chunk)
-                    report.cursor = cursor
                     if self.state is not None:
                         self._checkpoint(cursor, "running")  # after the send, never before
+                    report.cursor = cursor
                 except (RecordLookupError, ChunkNotSentError, JobStateError) as exc:
                     report.status, report.error = "failed", str(exc)
                     break
@@ -271,6 +271,7 @@ class _JobRun:
             final = "complete" if report.status == "complete" else "incomplete"
             try:
                 self._checkpoint(cursor, final)
+                report.cursor = cursor
             except JobStateError as exc:
                 report.status, report.error = "failed", str(exc)
 

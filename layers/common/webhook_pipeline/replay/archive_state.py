@@ -131,6 +131,10 @@ class JobStore:
     def __init__(self, s3: Any, bucket: str) -> None:
         self.s3 = s3
         self.bucket = bucket
+        #: The ETag of each job's state as this store last read or wrote it: a checkpoint is
+        #: written only over that version (``If-Match``), so two runs of one job at once cannot
+        #: both go on (the second writer stops).
+        self.etags: dict[str, str] = {}
 
     def load(self, job: str) -> JobState | None:
         """The job's state, ``None`` when it has none.
@@ -141,11 +145,13 @@ class JobStore:
             Not readable, or not a job state.
         """
         try:
-            data = self.s3.get_object(Bucket=self.bucket, Key=job_key(job))["Body"].read()
+            response = self.s3.get_object(Bucket=self.bucket, Key=job_key(job))
+            data = response["Body"].read()
         except ClientError as exc:
             if _code(exc) in _MISSING_CODES:
                 return None
             raise JobStateError(f"job {job}: state not readable: {_code(exc)}") from None
+        self.etags[job] = response["ETag"]
         try:
             return JobState.model_validate_json(data)
         except ValidationError:
@@ -160,7 +166,7 @@ class JobStore:
             S3 refused the write.
         """
         try:
-            self.s3.put_object(
+            response = self.s3.put_object(
                 Bucket=self.bucket,
                 Key=job_key(state.job),
                 Body=state.model_dump_json().encode(),
@@ -173,19 +179,35 @@ class JobStore:
                 if existing is not None:
                     return existing
             raise JobStateError(f"job {state.job}: state not written: {_code(exc)}") from None
+        self.etags[state.job] = response["ETag"]
         return state
 
     def save(self, state: JobState) -> None:
-        """Overwrite the job's state (the checkpoint). Raises :class:`JobStateError`."""
+        """Overwrite the job's state (the checkpoint), only over the version this store last
+        read or wrote.
+
+        Raises
+        ------
+        JobStateError
+            S3 refused the write, or another run of the job wrote its state since.
+        """
+        conditions = {"IfMatch": self.etags[state.job]} if state.job in self.etags else {}
         try:
-            self.s3.put_object(
+            response = self.s3.put_object(
                 Bucket=self.bucket,
                 Key=job_key(state.job),
                 Body=state.model_dump_json().encode(),
                 ContentType="application/json",
+                **conditions,
             )
         except ClientError as exc:
+            if _code(exc) in _TAKEN_CODES:
+                raise JobStateError(
+                    f"job {state.job}: another run of this job wrote its state since this run "
+                    "read it (two runs of one job at once); this run stops"
+                ) from None
             raise JobStateError(f"job {state.job}: checkpoint not written: {_code(exc)}") from None
+        self.etags[state.job] = response["ETag"]
 
     def save_candidates(self, job: str, digest: str, identities: list[tuple[str, str, str]]) -> str:
         """Store the ordered candidate identities of a new job; return the key. The key carries
