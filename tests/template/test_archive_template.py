@@ -280,6 +280,9 @@ def test_processor_may_send_to_the_archive_queue_and_touch_no_archive_object(
 def test_replay_reads_the_archive_and_reads_and_writes_only_its_job_state(
     transformed: dict[str, Any],
 ) -> None:
+    """Replay from the archive reads ``archive/``, keeps its jobs' state and claims generations
+    (``replay-jobs/``, ``replay-generations/``), reads whether a delivery is recorded, and puts a
+    body over the inline threshold where the processor follows claim checks; nothing more."""
     replay = _allowed_actions(transformed, "ReplayFunctionRole")
     s3 = {a: r for a, r in replay.items() if a.startswith("s3:")}
     assert s3 == {
@@ -287,15 +290,24 @@ def test_replay_reads_the_archive_and_reads_and_writes_only_its_job_state(
         "s3:GetObject": [
             {"Fn::Sub": "${ArchiveBucket.Arn}/archive/*"},
             {"Fn::Sub": "${ArchiveBucket.Arn}/replay-jobs/*"},
+            {"Fn::Sub": "${ArchiveBucket.Arn}/replay-generations/*"},
         ],
-        "s3:PutObject": [{"Fn::Sub": "${ArchiveBucket.Arn}/replay-jobs/*"}],
+        "s3:PutObject": [
+            {"Fn::Sub": "${ArchiveBucket.Arn}/replay-jobs/*"},
+            {"Fn::Sub": "${ArchiveBucket.Arn}/replay-generations/*"},
+            {"Fn::Sub": "${PayloadBucket.Arn}/bodies/*"},
+        ],
     }
+    dynamodb = {a: r for a, r in replay.items() if a.startswith("dynamodb:")}
+    assert dynamodb == {"dynamodb:BatchGetItem": [{"Fn::GetAtt": ["DeliveriesTable", "Arn"]}]}
     (listing,) = (
         s
         for owner, s in policy_statements(transformed)
         if owner == "ReplayFunctionRole" and "s3:ListBucket" in _actions(s)
     )
-    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["archive/*", "replay-jobs/*"]}}
+    assert listing["Condition"] == {
+        "StringLike": {"s3:prefix": ["archive/*", "replay-jobs/*", "replay-generations/*"]}
+    }
     (kms,) = _kms_statements(transformed, "ReplayFunctionRole")
     assert sorted(_actions(kms)) == ["kms:Decrypt", "kms:GenerateDataKey"]
     assert kms["Resource"] == {"Ref": "ArchiveKmsKeyArn"}

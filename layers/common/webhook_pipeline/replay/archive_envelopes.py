@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from webhook_pipeline.adapters.dynamodb_items import delivery_key
 from webhook_pipeline.archive.record import ArchiveRecord
@@ -129,7 +129,20 @@ def envelope_from_record(
         replay_count=record.replay_count + 1,
         gate="replayed",
         reprocess=reprocess,
+        provider=record.provider,
+        verified_with=_verified_with(record.verified_with),
+        signed_headers=dict(record.signed_headers),
     )
+
+
+def _verified_with(value: str | None) -> Literal["current", "previous", "unsigned"] | None:
+    """The record's ``verified_with`` when it is one the envelope knows, else ``None``."""
+    known: dict[str | None, Literal["current", "previous", "unsigned"]] = {
+        "current": "current",
+        "previous": "previous",
+        "unsigned": "unsigned",
+    }
+    return known.get(value)
 
 
 def _claim_check(record: ArchiveRecord, body: bytes, s3: Any, bucket: str | None) -> BodyPointer:
