@@ -7,7 +7,8 @@ Grammar (spaces around the operator are allowed)::
     key       := [A-Za-z0-9_-]+  |  '"' any character but '"', '\\', '[' and ']' '"'
     op        := "=" | "!=" | ">" | ">=" | "<" | "<=" | "~"
     value     := a JSON number, a JSON "string", true, false, null, or a bare word (the
-                 rest of the text, surrounding spaces removed) taken as a string
+                 rest of the text, surrounding spaces removed, not starting with one of
+                 ``= ! < > ~``) taken as a string
 
 Meaning, the same locally (:meth:`Predicate.matches`) and in Athena (:meth:`Predicate.to_sql`):
 
@@ -229,4 +230,8 @@ def _parse_value(text: str, pos: int) -> Scalar:
         if not math.isfinite(number):
             raise PredicateError(text, start, "number out of range")
         return number
+    if rest[0] in "=!<>~":
+        raise PredicateError(
+            text, start, 'a bare word cannot start with = ! < > ~ (quote it: "...")'
+        )
     return rest
