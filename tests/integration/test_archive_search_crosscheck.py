@@ -168,6 +168,13 @@ def test_local_search_and_the_athena_sql_give_the_same_deliveries(
     assert _identity([record_of(row) for row in rows]) == _identity(local.records)
 
 
+def test_worker_processes_give_the_same_result(archive: Any) -> None:
+    s3, _ = archive
+    for _, flt, _ in CASES:
+        alone = search(s3, BUCKET, flt)
+        assert search(s3, BUCKET, flt, processes=2, workers=3) == alone
+
+
 def test_the_sql_keeps_the_most_final_attempt_with_its_own_fields(archive: Any) -> None:
     s3, duck = archive
     flt = ArchiveFilter(delivery_id_prefix="evt_2", **W)

@@ -78,7 +78,8 @@ def run_search(aws: Aws, args: argparse.Namespace, flt: ArchiveFilter, mode: str
     from webhook_pipeline.archive.query import list_sources, search
 
     if mode == "s3":
-        return search(aws.client("s3"), archive_bucket(aws, args), flt)
+        processes = min(4, os.cpu_count() or 1)
+        return search(aws.client("s3"), archive_bucket(aws, args), flt, processes=processes)
     from webhook_pipeline_ops.archive.athena import AthenaTarget, athena_search
 
     outputs = aws._stack_outputs(args.stack)
