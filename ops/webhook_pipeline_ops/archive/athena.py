@@ -77,14 +77,14 @@ def _rows(athena: Any, query_id: str) -> Iterator[dict[str, str | None]]:
     names: list[str] | None = None
     for page in paginator.paginate(QueryExecutionId=query_id):
         result_set = page["ResultSet"]
+        rows = result_set.get("Rows", [])
         if names is None:
             info = result_set.get("ResultSetMetadata", {}).get("ColumnInfo", [])
             names = [c["Name"] for c in info] or list(COLUMNS)
-        rows = result_set.get("Rows", [])
+            if rows and [cell.get("VarCharValue") for cell in rows[0].get("Data", [])] == names:
+                rows = rows[1:]  # a SELECT's first page starts with the header row
         for row in rows:
             values = [cell.get("VarCharValue") for cell in row.get("Data", [])]
-            if values == names:
-                continue  # the header row (first page)
             yield dict(zip(names, values, strict=False))
 
 

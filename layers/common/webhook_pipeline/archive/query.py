@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import multiprocessing
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -213,9 +214,14 @@ def _decode_job(job: tuple[str, bytes | LineProblem, ArchiveFilter]) -> Any:
 
 
 def _process_pool(stack: contextlib.ExitStack, processes: int) -> ProcessPoolExecutor:
-    """A started pool: its workers are forked before the reading threads exist."""
+    """A started pool: its workers are forked before the reading threads exist (started by a
+    fork server instead when this process already runs other threads)."""
     methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    single = threading.active_count() == 1
+    method = "fork" if single and "fork" in methods else None
+    if method is None and "forkserver" in methods:
+        method = "forkserver"
+    context = multiprocessing.get_context(method)
     procs = stack.enter_context(ProcessPoolExecutor(max_workers=processes, mp_context=context))
     procs.submit(int).result()
     return procs
