@@ -57,14 +57,18 @@ def choose_mode(args: argparse.Namespace) -> str:
     return "s3"
 
 
-def archive_bucket(aws: Aws, args: argparse.Namespace) -> str:
+def archive_bucket(
+    aws: Aws, args: argparse.Namespace, stack_outputs: dict[str, str] | None = None
+) -> str:
     """The archive bucket's name: ``--archive-bucket``, the local stack's or the stack's output
-    :data:`BUCKET_OUTPUT`, ``$WEBHOOK_PIPELINE_ARCHIVE_BUCKET``."""
+    :data:`BUCKET_OUTPUT` (``stack_outputs`` when already read), then
+    ``$WEBHOOK_PIPELINE_ARCHIVE_BUCKET``."""
     name = args.archive_bucket
     if not name and args.local:
         name = aws.local_outputs.get(BUCKET_OUTPUT)
     if not name and args.stack:
-        name = aws._stack_outputs(args.stack).get(BUCKET_OUTPUT)
+        outputs = stack_outputs if stack_outputs is not None else aws._stack_outputs(args.stack)
+        name = outputs.get(BUCKET_OUTPUT)
     name = name or os.environ.get(BUCKET_ENV)
     if not name:
         raise OpsError(
@@ -87,15 +91,14 @@ def run_search(aws: Aws, args: argparse.Namespace, flt: ArchiveFilter, mode: str
     if missing:
         raise OpsError(f"stack {args.stack!r} has no output {', '.join(missing)}")
     target = AthenaTarget(*(outputs[key] for key in ATHENA_OUTPUTS))
-    sources = list(flt.sources) or list_sources(aws.client("s3"), archive_bucket(aws, args))
+    if flt.sources:
+        sources = list(flt.sources)
+    else:
+        sources = list_sources(aws.client("s3"), archive_bucket(aws, args, outputs))
     if not sources:
         return SearchResult()
-    athena: Any = aws.session.client("athena", **_client_kwargs(aws))
-    return athena_search(athena, target, flt, sources)
-
-
-def _client_kwargs(aws: Aws) -> dict[str, Any]:
-    return {"endpoint_url": aws.endpoint_url} if aws.endpoint_url else {}
+    clients: Any = aws  # Aws.client's overloads name the typed services only
+    return athena_search(clients.client("athena"), target, flt, sources)
 
 
 def describe_window(flt: ArchiveFilter) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import multiprocessing
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -213,11 +214,19 @@ def _decode_job(job: tuple[str, bytes | LineProblem, ArchiveFilter]) -> Any:
     return decode_selected(*job)
 
 
+def _threads() -> int:
+    """Threads of this process, native ones included (Linux), else Python's."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
 def _process_pool(stack: contextlib.ExitStack, processes: int) -> ProcessPoolExecutor:
     """A started pool: its workers are forked before the reading threads exist (started by a
     fork server instead when this process already runs other threads)."""
     methods = multiprocessing.get_all_start_methods()
-    single = threading.active_count() == 1
+    single = _threads() == 1
     method = "fork" if single and "fork" in methods else None
     if method is None and "forkserver" in methods:
         method = "forkserver"
