@@ -5,6 +5,10 @@ order, each written with one conditional write when it commits, groups concurren
 pool); the handler reports each record's outcome and builds the partial batch response from those
 outcomes, so ``batchItemFailures`` lists exactly the ``messageId`` of each record not
 acknowledged, in the batch's order (an empty list when all succeeded).
+
+After the batch is written, each parsed envelope's archive message goes to ``ARCHIVE_QUEUE_URL``
+(:mod:`webhook_pipeline.process.archiving`); a record whose archive message SQS did not accept is
+reported failed too (counted as ``ArchiveSendFailed``), so its redelivery archives it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from webhook_pipeline.adapters.clients import aws_client
 from webhook_pipeline.adapters.dynamodb import DynamoDBDeliveryStore
 from webhook_pipeline.adapters.s3 import S3PayloadStore
+from webhook_pipeline.adapters.sqs_archive import SqsArchiveQueue
 from webhook_pipeline.hooks import load_hooks_module, registry
 from webhook_pipeline.observability import (
     MetricName,
@@ -26,6 +31,7 @@ from webhook_pipeline.observability import (
     logger,
     metrics,
 )
+from webhook_pipeline.process.archiving import archive_batch
 from webhook_pipeline.process.model import Message, Outcome, RecordResult
 from webhook_pipeline.process.service import ProcessorService
 from webhook_pipeline.settings import ProcessorSettings
@@ -51,6 +57,8 @@ _METRIC = {
     Outcome.RETRY: MetricName.RETRY,
     Outcome.MALFORMED: MetricName.MALFORMED,
     Outcome.BUG: MetricName.PROCESSOR_BUG,
+    Outcome.REPROCESSED: MetricName.REPROCESSED,
+    Outcome.SKIPPED: MetricName.REPROCESS_SKIPPED,
 }
 
 
@@ -81,6 +89,19 @@ def service() -> ProcessorService:
         retention=timedelta(days=settings.delivery_retention_days),
         coalesce=True,
     )
+
+
+@functools.cache
+def archive_queue() -> SqsArchiveQueue | None:
+    """The archive queue (SQS client built once per container), or ``None`` when
+    ``ARCHIVE_QUEUE_URL`` is empty (archiving disabled)."""
+    if not settings.archive_queue_url:
+        return None
+    return SqsArchiveQueue(aws_client("sqs", settings), settings.archive_queue_url)
+
+
+if archive_queue() is None:
+    logger.warning("ARCHIVE_QUEUE_URL is empty: processed deliveries are not archived")
 
 
 # The DynamoDB client during the init, as Lambda recommends: the init has its own time limit,
@@ -116,6 +137,8 @@ def _report(result: RecordResult) -> None:
     keys: dict[str, Any] = {"message_id": result.message_id, "outcome": result.outcome.value}
     if env is not None:
         keys |= {"source": env.source, "delivery_id": env.delivery_id}
+        if env.reprocess is not None:
+            keys |= {"generation": env.reprocess.generation, "job": env.reprocess.job}
         if env.resource_key is not None:
             keys |= {"resource_key": env.resource_key, "sequence": env.sequence}
     with logger.append_context_keys(**keys):
@@ -131,6 +154,16 @@ def _report(result: RecordResult) -> None:
             logger.info(message, extra=extra)
 
 
+def _report_not_archived(message_id: str, reason: str) -> None:
+    """``ArchiveSendFailed`` and a WARNING: the message is reported failed so its redelivery
+    archives it (a duplicate by then, or its retry)."""
+    count(MetricName.ARCHIVE_SEND_FAILED)
+    logger.warning(
+        "archive message not accepted; the message is retried",
+        extra={"message_id": message_id, "reason": reason[:200]},
+    )
+
+
 @logger.inject_lambda_context(clear_state=True, log_event=False)  # events carry credentials
 @capture_lambda_handler()
 @metrics.log_metrics
@@ -141,15 +174,21 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     -------
     dict
         ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``; empty list when every
-        record was applied, a duplicate or stale.
+        record was applied, a duplicate or stale (its archive message accepted), reprocessed
+        or skipped.
     """
     messages = _messages(event)
     results = service().process_batch(messages) if messages else {}
+    # After the records are written, never before; it changes no outcome (docs/archive.md).
+    queue = archive_queue()
+    not_archived = archive_batch(messages, results, queue) if queue and messages else {}
     failures = []
     for message in messages:
         result = results[message.message_id]
         _report(result)
-        if not result.acknowledged:
+        if message.message_id in not_archived:
+            _report_not_archived(message.message_id, not_archived[message.message_id])
+        if not result.acknowledged or message.message_id in not_archived:
             failures.append({"itemIdentifier": message.message_id})
     # Never raises on an all-failed batch: the response always has the partial-failure shape.
     return {"batchItemFailures": failures}

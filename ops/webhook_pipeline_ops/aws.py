@@ -6,15 +6,15 @@ Where the CLI connects: default boto3 credentials and region, ``--profile``/``--
 Where the resources are found, first hit wins per resource:
 
 1. explicit ``--queue-url``, ``--dlq-url``, ``--table``, ``--payload-bucket``,
-   ``--function-name`` (each command offers only the ones it uses);
+   ``--function-name``, ``--archive-bucket`` (each command offers only the ones it uses);
 2. ``--local``: the local stack's ``outputs.json`` (in ``.local-stack/`` or
    ``$WEBHOOK_PIPELINE_LOCAL_DIR``), which also gives the endpoint URL and region;
 3. ``--stack NAME``: the CloudFormation stack's outputs ``MainQueueUrl``,
    ``DeadLetterQueueUrl``, ``DeliveriesTableName``, ``PayloadBucketName``,
-   ``ReplayFunctionName``;
+   ``ReplayFunctionName``, ``ArchiveBucketName``;
 4. environment: ``WEBHOOK_PIPELINE_QUEUE_URL``, ``WEBHOOK_PIPELINE_DLQ_URL``,
    ``WEBHOOK_PIPELINE_TABLE``, ``WEBHOOK_PIPELINE_PAYLOAD_BUCKET``,
-   ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``.
+   ``WEBHOOK_PIPELINE_REPLAY_FUNCTION``, ``WEBHOOK_PIPELINE_ARCHIVE_BUCKET``.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ STACK_OUTPUTS = {
     "DeliveriesTableName": "table",
     "PayloadBucketName": "payload_bucket",
     "ReplayFunctionName": "replay_function",
+    "ArchiveBucketName": "archive_bucket",
     "SecretsPrefix": "secrets_prefix",
 }
 #: Environment variable -> resource attribute.
@@ -54,6 +55,7 @@ ENVIRONMENT = {
     "WEBHOOK_PIPELINE_TABLE": "table",
     "WEBHOOK_PIPELINE_PAYLOAD_BUCKET": "payload_bucket",
     "WEBHOOK_PIPELINE_REPLAY_FUNCTION": "replay_function",
+    "WEBHOOK_PIPELINE_ARCHIVE_BUCKET": "archive_bucket",
     "WEBHOOK_PIPELINE_SECRETS_PREFIX": "secrets_prefix",
 }
 #: How each resource can be given (for error messages).
@@ -63,6 +65,7 @@ HOW_TO_GIVE = {
     "table": "--table, --stack, --local or WEBHOOK_PIPELINE_TABLE",
     "payload_bucket": "--payload-bucket, --stack, --local or WEBHOOK_PIPELINE_PAYLOAD_BUCKET",
     "replay_function": "--function-name, --stack or WEBHOOK_PIPELINE_REPLAY_FUNCTION",
+    "archive_bucket": "--archive-bucket, --stack, --local or WEBHOOK_PIPELINE_ARCHIVE_BUCKET",
     "secrets_prefix": "--secrets-prefix, --stack, --local or WEBHOOK_PIPELINE_SECRETS_PREFIX",
 }
 LABELS = {
@@ -71,6 +74,7 @@ LABELS = {
     "table": "deliveries table name",
     "payload_bucket": "payload (claim-check) bucket name",
     "replay_function": "replay function name",
+    "archive_bucket": "archive bucket name",
     "secrets_prefix": "secrets prefix",
 }
 
@@ -90,6 +94,7 @@ RESOURCE_OPTIONS = {
     "table": ("--table", "deliveries table name"),
     "payload_bucket": ("--payload-bucket", "payload (claim-check) bucket name"),
     "replay_function": ("--function-name", "replay function name or ARN"),
+    "archive_bucket": ("--archive-bucket", "archive bucket name"),
     "secrets_prefix": ("--secrets-prefix", "Secrets Manager name prefix of the source secrets"),
 }
 #: What most AWS commands may use.
@@ -147,6 +152,7 @@ class Resources:
     table: str | None = None
     payload_bucket: str | None = None
     replay_function: str | None = None
+    archive_bucket: str | None = None
     secrets_prefix: str | None = None
     origin: dict[str, str] = field(default_factory=dict)
 

@@ -60,9 +60,11 @@ class Pipeline:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def build_pipeline(ingest: IngestHarness, monkeypatch: pytest.MonkeyPatch) -> Pipeline:
+def build_pipeline(
+    ingest: IngestHarness, monkeypatch: pytest.MonkeyPatch, **extra_env: str
+) -> Pipeline:
     """A processor (a fresh cold start) over a new deliveries table, reading the bodies the
-    ingest put in its payload bucket."""
+    ingest put in its payload bucket; ``extra_env`` adds variables (``ARCHIVE_QUEUE_URL``)."""
     create_deliveries_table(boto3.client("dynamodb"), TABLE)
-    env = {"TABLE_NAME": TABLE, "PAYLOAD_BUCKET": ingest.bucket, "MAX_WORKERS": "1"}
+    env = {"TABLE_NAME": TABLE, "PAYLOAD_BUCKET": ingest.bucket, "MAX_WORKERS": "1", **extra_env}
     return Pipeline(ingest, load_function("processor", env, monkeypatch), TABLE)

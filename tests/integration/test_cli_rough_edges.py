@@ -103,7 +103,15 @@ def option_flags(command: list[str]) -> set[str]:
         (["replay"], {"--queue-url", "--dlq-url", "--function-name"}, {"--table"}),
         (
             ["console"],
-            {"--queue-url", "--dlq-url", "--table", "--payload-bucket", "--port", "--host"},
+            {
+                "--queue-url",
+                "--dlq-url",
+                "--table",
+                "--payload-bucket",
+                "--archive-bucket",
+                "--port",
+                "--host",
+            },
             {"--function-name", "--json"},
         ),
     ],

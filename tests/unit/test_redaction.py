@@ -8,7 +8,13 @@ import json
 
 import pytest
 from webhook_pipeline.errors import ConfigurationError
-from webhook_pipeline.redaction import REDACTED, redact_body, redact_query, redact_target
+from webhook_pipeline.redaction import (
+    REDACTED,
+    redact_body,
+    redact_headers,
+    redact_query,
+    redact_target,
+)
 from webhook_pipeline.sources import parse_sources, resolve
 
 pytestmark = pytest.mark.unit
@@ -131,3 +137,19 @@ def test_dlq_peek_shows_a_body_with_an_escaped_lone_surrogate_redacted() -> None
     assert json.loads(row["payload"]) == {"lead_id": "L1", "google_key": REDACTED, "n": "x\udfff"}
     shown = base64.b64decode(json.loads(row["body"])["body_b64"])
     assert b"gk-marker-value" not in shown
+
+
+def test_redact_headers_lowers_names_and_redacts_credential_and_named_headers() -> None:
+    headers = {
+        "Authorization": "Basic dTpw",
+        "Cookie": "session=1",
+        "X-Telegram-Bot-Api-Secret-Token": "tok",
+        "Webhook-Timestamp": "1700000000",
+    }
+    assert redact_headers(headers, ("x-telegram-bot-api-secret-token",)) == {
+        "authorization": REDACTED,
+        "cookie": REDACTED,
+        "x-telegram-bot-api-secret-token": REDACTED,
+        "webhook-timestamp": "1700000000",
+    }
+    assert redact_headers({"Webhook-Id": "msg_1"}) == {"webhook-id": "msg_1"}

@@ -34,6 +34,23 @@ class BodyPointer(BaseModel):
     key: str
 
 
+class Reprocess(BaseModel):
+    """Marks an envelope as a reprocess: a delivery already applied runs its hook again.
+
+    Attributes
+    ----------
+    generation : int
+        The replay generation (>= 1): the hook runs at most once per (delivery, generation).
+    job : str
+        The replay job that sent it (1 to 128 characters), for operators.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    generation: StrictInt = Field(ge=1)
+    job: str = Field(min_length=1, max_length=128)
+
+
 class Envelope(BaseModel):
     """A verified delivery on its way to the processor.
 
@@ -77,6 +94,20 @@ class Envelope(BaseModel):
     gate : Literal["claimed", "bypassed", "replayed"]
         Whether the Redis gate claimed this delivery, was bypassed (fail-open), or the envelope
         came from a replay.
+    reprocess : Reprocess | None
+        Set by a replay from the archive in reprocess mode: the processor writes no record and
+        moves no watermark; it runs the hook of an ``applied`` delivery again, once per
+        generation (``webhook_pipeline.process.reprocess``).
+    provider : str | None
+        The source's provider name (``"stripe"``), for the archive; ``None`` in an envelope
+        written before ingest set it.
+    verified_with : Literal["current", "previous", "unsigned"] | None
+        Which of the source's secrets verified the request (``"unsigned"``: the provider signs
+        nothing, a shared token only admitted it); ``None`` when not known (older envelopes).
+    signed_headers : dict[str, str]
+        The request headers the provider's signature covered (lower-cased names), credentials
+        redacted (:func:`webhook_pipeline.redaction.redact_headers`); empty when none (or an
+        older envelope).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -98,6 +129,10 @@ class Envelope(BaseModel):
     batch_count: StrictInt | None = Field(default=None, ge=1)
     replay_count: int = Field(default=0, ge=0)
     gate: Literal["claimed", "bypassed", "replayed"] = "claimed"
+    reprocess: Reprocess | None = None
+    provider: str | None = None
+    verified_with: Literal["current", "previous", "unsigned"] | None = None
+    signed_headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_body(self) -> Envelope:

@@ -28,6 +28,14 @@ Semantics
 * At least once: a hook can run more than once for the same delivery (its retry, a crash before
   the processor marked it done, a concurrent redelivery). Use ``event.idempotency_key`` (the
   source and delivery id) to make your side effects idempotent.
+* Reprocess (a replay from the archive in reprocess mode, after a fix): the hook of a delivery
+  recorded as ``applied`` runs again, once per replay generation, with
+  ``event.replay_generation`` set (``None`` on the first run) and
+  ``event.idempotency_key = "<source>:<delivery id>:g<generation>"``, so a side effect keyed on
+  it happens once more per generation, not once more per copy. Nothing is recorded and no
+  watermark moves; a stale or unrecorded delivery, or one whose first hook is still pending, is
+  ``skipped`` and its hook does not run. Effects commit with the generation's mark, on the
+  condition that the mark does not exist yet: exactly once in effect per generation.
 * A hook that raises makes the record a ``retry`` (reported in ``batchItemFailures``), whatever
   it raises (``SystemExit`` and other ``BaseException`` too): the other records of the batch
   are unaffected. Only ``KeyboardInterrupt`` passes through, as the process being stopped. The
@@ -85,6 +93,9 @@ class HookEvent:
         Forwarded request headers (lower-cased names; never signature headers).
     body : bytes
         The raw body bytes, exactly as signed by the sender (integrity-checked).
+    replay_generation : int | None
+        The replay generation (>= 1) when a reprocess runs the hook again; ``None`` on the
+        delivery's first run (and its retries).
     """
 
     source: str
@@ -95,11 +106,16 @@ class HookEvent:
     received_at: datetime
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
+    replay_generation: int | None = None
 
     @property
     def idempotency_key(self) -> str:
-        """``"<source>:<delivery_id>"``: stable across every run of the hook for this delivery."""
-        return f"{self.source}:{self.delivery_id}"
+        """``"<source>:<delivery_id>"`` on the first run, stable across every run of the hook for
+        this delivery; ``"<source>:<delivery_id>:g<replay_generation>"`` for a reprocess, stable
+        across every run of that generation."""
+        if self.replay_generation is None:
+            return f"{self.source}:{self.delivery_id}"
+        return f"{self.source}:{self.delivery_id}:g{self.replay_generation}"
 
     def json(self) -> Any:
         """The body parsed as JSON (raises ``ValueError`` when it is not JSON)."""

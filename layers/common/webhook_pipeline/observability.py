@@ -166,9 +166,16 @@ class MetricName:
     PROCESSOR_BUG = "ProcessorBug"
     HOOK_FAILED = "HookFailed"
     HOOK_COMPLETED = "HookCompleted"
+    REPROCESSED = "Reprocessed"
+    REPROCESS_SKIPPED = "ReprocessSkipped"
     SECRET_INVALID = "SecretInvalid"  # noqa: S105 - a metric name
     DUPLICATE_BODY_MISMATCH = "DuplicateBodyMismatch"
     HANDSHAKE_ANSWERED = "HandshakeAnswered"
+    #: The processor could not send an envelope's archive message (the record is retried).
+    ARCHIVE_SEND_FAILED = "ArchiveSendFailed"
+    ARCHIVED = "Archived"
+    ARCHIVE_WRITE_FAILED = "ArchiveWriteFailed"
+    ARCHIVE_BODY_FAILED = "ArchiveBodyFailed"
 
 
 def count(name: str, value: float = 1) -> None:

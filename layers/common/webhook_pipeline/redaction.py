@@ -20,7 +20,7 @@ What is redacted where (``docs/providers.md``, "Credentials in bodies and URLs")
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote_plus, urlencode
 
@@ -32,6 +32,22 @@ if TYPE_CHECKING:
 
 #: What a credential's value is replaced with.
 REDACTED = "[redacted]"
+#: Request headers that carry a credential whatever the provider (HTTP authentication, cookies,
+#: the common API key header), lower case.
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "x-api-key", "x-amz-security-token"}
+)
+
+
+def redact_headers(headers: Mapping[str, str], names: Collection[str] = ()) -> dict[str, str]:
+    """``headers`` with lower-cased names, the value of every header in ``names`` (lower case:
+    a provider's token header, such as Telegram's secret token) or in
+    :data:`CREDENTIAL_HEADERS` replaced by :data:`REDACTED`; every other value as received."""
+    shown: dict[str, str] = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        shown[lower] = REDACTED if lower in CREDENTIAL_HEADERS or lower in names else value
+    return shown
 
 
 def redact_query(query: str, names: Collection[str]) -> str:

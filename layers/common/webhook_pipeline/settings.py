@@ -1,11 +1,11 @@
-"""Settings of the three functions, read from the environment once at cold start.
+"""Settings of the four functions, read from the environment once at cold start.
 
 One pattern for all: a pydantic-settings class per function (:class:`IngestSettings`,
-:class:`ProcessorSettings`, :class:`ReplaySettings`) sharing :class:`AwsClientSettings` (botocore
-timeouts and retries), each read with ``load()``, which raises :class:`ConfigurationError` naming
-every invalid or missing variable. Nothing falls back to a silent default for a resource name, URL
-or region. AWS clients are built from these settings only, by
-:func:`webhook_pipeline.adapters.clients.aws_client`.
+:class:`ProcessorSettings`, :class:`ArchiverSettings`, :class:`ReplaySettings`) sharing
+:class:`AwsClientSettings` (botocore timeouts and retries), each read with ``load()``, which
+raises :class:`ConfigurationError` naming every invalid or missing variable. Nothing falls back
+to a silent default for a resource name, URL or region. AWS clients are built from these
+settings only, by :func:`webhook_pipeline.adapters.clients.aws_client`.
 """
 
 from __future__ import annotations
@@ -259,10 +259,16 @@ class ProcessorSettings(AwsClientSettings):
         provider (which source is which provider's).
     sources_catalogue : bool
         ``SOURCES_CATALOGUE``: as the ingest function's (local development only).
+    archive_queue_url : str
+        ``ARCHIVE_QUEUE_URL``: the archive queue each processed envelope is sent to
+        (:mod:`webhook_pipeline.process.archiving`). The template always sets it; empty (the
+        default, for a processor run without the archive: older local stacks and tests)
+        disables archiving, and the cold start logs a WARNING saying so.
     """
 
     table_name: str = Field(min_length=3, max_length=255)
     payload_bucket: str = Field(min_length=3, max_length=63)
+    archive_queue_url: str = ""
     delivery_retention_days: int = Field(default=30, ge=1, le=3650)
     max_workers: int = Field(default=10, ge=1, le=64)
     hooks_module: str | None = None
@@ -272,6 +278,30 @@ class ProcessorSettings(AwsClientSettings):
     def botocore_config(self, max_pool_connections: int = 0) -> Config:
         """As :meth:`AwsClientSettings.botocore_config`, with a connection pool at least as large
         as the worker pool."""
+        return super().botocore_config(max(10, self.max_workers, max_pool_connections))
+
+
+class ArchiverSettings(AwsClientSettings):
+    """Environment of ArchiverFunction (archive queue -> archive bucket).
+
+    Attributes
+    ----------
+    archive_bucket : str
+        ``ARCHIVE_BUCKET``: where the gzip JSON Lines objects are written.
+    payload_bucket : str
+        ``PAYLOAD_BUCKET``: the claim-check bodies are read from (only under
+        ``bodies/<source>/``).
+    max_workers : int
+        ``MAX_WORKERS`` (1..64, default 8): threads reading claim-check bodies and writing the
+        objects of one batch.
+    """
+
+    archive_bucket: str = Field(min_length=3, max_length=63)
+    payload_bucket: str = Field(min_length=3, max_length=63)
+    max_workers: int = Field(default=8, ge=1, le=64)
+
+    def botocore_config(self, max_pool_connections: int = 0) -> Config:
+        """As :meth:`AwsClientSettings.botocore_config`, a pool as large as the worker pool."""
         return super().botocore_config(max(10, self.max_workers, max_pool_connections))
 
 
@@ -290,12 +320,27 @@ class ReplaySettings(AwsClientSettings):
         Long-poll wait of each DLQ receive in seconds (0..20, default 1).
     aws_read_timeout_seconds : float
         Default 30 s; must exceed ``receive_wait_seconds``.
+    archive_bucket : str
+        ``ARCHIVE_BUCKET``: the archive replays from the archive read (and keep job state in);
+        empty = replay from the archive refused.
+    table_name : str
+        ``TABLE_NAME``: the deliveries table (read only: which deliveries have a record);
+        needed by replay from the archive.
+    payload_bucket : str
+        ``PAYLOAD_BUCKET``: where a replayed body over ``inline_body_max_bytes`` is stored
+        (claim check, as ingest does).
+    inline_body_max_bytes : int
+        ``INLINE_BODY_MAX_BYTES``: as the ingest's (default 150000).
     """
 
     queue_url: str = Field(min_length=1)
     dlq_url: str = Field(min_length=1)
     safety_margin_ms: int = Field(default=10_000, ge=1_000, le=300_000)
     receive_wait_seconds: int = Field(default=1, ge=0, le=20)
+    archive_bucket: str = ""
+    table_name: str = ""
+    payload_bucket: str = ""
+    inline_body_max_bytes: int = Field(default=150_000, ge=0, le=MAX_INLINE_BODY_BYTES)
     aws_read_timeout_seconds: float = Field(default=30.0, gt=0, le=60)
 
     @model_validator(mode="after")

@@ -100,8 +100,12 @@ def _like(column: str, pattern: str) -> str:
 
 
 def partition_conditions(flt: ArchiveFilter, sources: list[str]) -> list[str]:
-    """The conditions on the partition keys (``source``, ``hour``)."""
+    """The conditions read before deduplicating: the partition keys (``source``, ``hour``) and
+    ``delivery_id IS NOT NULL`` (the table reads a line that is not JSON as a row of nulls; the
+    local reader reports it as a problem)."""
     conditions = [f"source IN ({', '.join(sql_string(s) for s in sources)})"]
+    # a line that is not JSON reads as a row of nulls (ignore.malformed.json): not a delivery
+    conditions.append("delivery_id IS NOT NULL")
     if flt.start is not None:
         conditions.append(f"hour >= {sql_string(hour_of(flt.start))}")
     if flt.end is not None:

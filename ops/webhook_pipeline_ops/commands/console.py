@@ -3,7 +3,8 @@ deployed stack, with your own AWS credentials (nothing is deployed, nothing expo
 
 Pages: deliveries (newest first, live, filters, pages), one delivery (record and body), one
 resource (its deliveries in sequence order), the dead-letter queue (select, dry run, confirm,
-replay at a rate with progress) and health (queues, metrics, alarms). Ctrl-C stops it.
+replay at a rate with progress), health (queues, metrics, alarms) and the archive (search by the
+filters of ``archive search``, each archived delivery's body and headers). Ctrl-C stops it.
 
 Binding beyond loopback (``--host``) lets anyone who can reach the port read your deliveries and
 replay your DLQ with your credentials: do it only on a network you trust, and name the address
@@ -21,7 +22,7 @@ from typing import Any
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.console import DEFAULT_PORT
 
-CONSOLE_RESOURCES = ("queue_url", "dlq_url", "table", "payload_bucket")
+CONSOLE_RESOURCES = ("queue_url", "dlq_url", "table", "payload_bucket", "archive_bucket")
 ALL_IPV4 = "0.0.0.0"  # noqa: S104 - only compared with --host, to require --allowed-host
 
 

@@ -2,7 +2,8 @@
 and :class:`~.security.ConsoleGuard` in front of them all.
 
 Pages: ``/deliveries`` (filters, keyset pages, live refresh of the newest page), ``/delivery``,
-``/resource``, ``/dlq`` (select, dry run, confirm, replay, progress), ``/health``.
+``/resource``, ``/dlq`` (select, dry run, confirm, replay, progress), ``/health``, ``/archive``
+and ``/archive/delivery`` (search the archive, one archived delivery).
 JSON: ``POST /api/replay`` (the only state-changing request), ``GET /api/replay/{id}``,
 ``GET /api/health``. Every request first passes :class:`~.security.ConsoleGuard`.
 
@@ -26,7 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from webhook_pipeline_ops.console.backend import Backend
 from webhook_pipeline_ops.console.pages import HERE
-from webhook_pipeline_ops.console.routes import deliveries, delivery, dlq, health, resource
+from webhook_pipeline_ops.console.routes import archive, deliveries, delivery, dlq, health, resource
 from webhook_pipeline_ops.console.security import TOKEN_HEADER, ConsoleGuard
 
 #: Largest request body accepted (the replay request).
@@ -51,6 +52,8 @@ ROUTES: list[BaseRoute] = [
     Route("/resource", resource.resource),
     Route("/dlq", dlq.dlq),
     Route("/health", health.health_page),
+    Route("/archive", archive.archive),
+    Route("/archive/delivery", archive.archive_delivery),
     Route("/api/replay", dlq.start_replay, methods=["POST"]),
     Route("/api/replay/{job_id}", dlq.replay_status),
     Route("/api/health", health.health_data),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline.adapters.sqs_replay import queue_attributes, queue_depth
 
@@ -24,6 +24,9 @@ from webhook_pipeline_ops import time_index
 from webhook_pipeline_ops.aws import Aws, describe_aws_error
 from webhook_pipeline_ops.console import bodies, health
 from webhook_pipeline_ops.console.jobs import ReplayJobs
+
+if TYPE_CHECKING:
+    from webhook_pipeline.archive.query import ArchiveFilter, SearchResult
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ class Backend:
     ----------
     aws : Aws
         Connection and resources (the main queue, the DLQ and the deliveries table are needed;
-        the payload bucket is used when known).
+        the payload and archive buckets are used when known).
     target : Target
 
     Raises
@@ -81,6 +84,7 @@ class Backend:
         self.queue_url = resources.require("queue_url")
         self.dlq_url = resources.require("dlq_url")
         self.bucket = resources.payload_bucket
+        self.archive_bucket = resources.archive_bucket
         self.ddb = aws.client("dynamodb")
         self.sqs = aws.client("sqs")
         self.s3 = aws.client("s3")
@@ -172,6 +176,39 @@ class Backend:
             stats=stats,
         )
         return items, truncated, stats
+
+    # -- archive -------------------------------------------------------------------------------
+    def archive_sources(self) -> list[str]:
+        """Sources with an archive partition (``[]`` without an archive bucket).
+
+        Raises
+        ------
+        botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError
+            S3 failed.
+        """
+        if not self.archive_bucket:
+            return []
+        from webhook_pipeline.archive.query import list_sources
+
+        return list_sources(self.s3, self.archive_bucket)
+
+    def archive_search(self, flt: ArchiveFilter) -> SearchResult:
+        """The archived deliveries ``flt`` selects, deduplicated, in order of receipt
+        (:func:`webhook_pipeline.archive.query.search`, as ``archive search`` reads them).
+
+        Raises
+        ------
+        OpsError
+            No archive bucket is known.
+        botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError
+            Listing the archive failed (an object that cannot be read is a problem of the
+            result, not an error).
+        """
+        if not self.archive_bucket:
+            self.aws.resources.require("archive_bucket")
+        from webhook_pipeline.archive.query import search
+
+        return search(self.s3, str(self.archive_bucket), flt)
 
     # -- DLQ -----------------------------------------------------------------------------------
     def dlq_messages(self, max_messages: int) -> list[dict[str, Any]]:

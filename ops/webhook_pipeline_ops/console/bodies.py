@@ -170,3 +170,47 @@ def find_claim_check_body(
         if hashlib.sha256(raw).hexdigest() == sha256:
             return body_view(raw, f"s3://{bucket}/{entry['Key']}", source)
     return None
+
+
+#: A body that is not UTF-8 is shown as a hex dump of at most this many bytes.
+MAX_DUMP_BYTES = 4 * 1024
+
+
+@dataclass(frozen=True)
+class BytesDump:
+    """A body that is not UTF-8, ready for a page (every field escaped by the template).
+
+    Attributes
+    ----------
+    size : int
+        Its size in bytes.
+    hex_lines : list[str]
+        ``offset  16 bytes in hex  |printable ASCII, others as .|`` for at most
+        :data:`MAX_DUMP_BYTES` bytes.
+    base64 : str
+        Base64 of at most :data:`MAX_SHOWN_BYTES` bytes.
+    truncated : bool
+        Whether the dump or the base64 is only the start.
+    """
+
+    size: int
+    hex_lines: list[str]
+    base64: str
+    truncated: bool
+
+
+def bytes_dump(raw: bytes) -> BytesDump:
+    """``raw`` as a hex dump and base64 (see :class:`BytesDump`)."""
+    import base64
+
+    lines = []
+    for offset in range(0, min(len(raw), MAX_DUMP_BYTES), 16):
+        chunk = raw[offset : offset + 16]
+        shown = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
+        lines.append(f"{offset:08x}  {chunk.hex(' '):<47}  |{shown}|")
+    return BytesDump(
+        size=len(raw),
+        hex_lines=lines,
+        base64=base64.b64encode(raw[:MAX_SHOWN_BYTES]).decode("ascii"),
+        truncated=len(raw) > MAX_DUMP_BYTES,
+    )

@@ -6,6 +6,8 @@ Item types (see docs/data-model.md):
   with ``attribute_not_exists(pk)``; expires by TTL (``expires_at``, epoch seconds).
 * resource item: ``pk = "RESOURCE#<source>#<resource_key>"``, ``sk = "RESOURCE"``; holds the
   sequence watermark; never expires.
+* reprocess mark: ``pk = "REPROCESS#<source>#<delivery_id>"``, ``sk = "GENERATION#<n>"``
+  (:mod:`.dynamodb_reprocess`).
 * failure note: ``pk = "FAILURE#<sqs message id>"``, ``sk = "FAILURE"``; why a message failed
   in a way retries do not fix (malformed, rejected request, failing hook); the DLQ keeps the
   message id, so ``dlq peek`` shows the reason; expires after 14 days (the DLQ's retention).
@@ -50,6 +52,7 @@ from webhook_pipeline.adapters.dynamodb_items import (
     resource_key,
     watermark_update,
 )
+from webhook_pipeline.adapters.dynamodb_reprocess import ReprocessMarks
 from webhook_pipeline.errors import StoreBugError, TransientError
 from webhook_pipeline.process.coalesce import GroupWrite
 from webhook_pipeline.process.model import (
@@ -71,8 +74,9 @@ CONFLICT_ATTEMPTS = 4
 CONFLICT_BACKOFF_SECONDS = 0.05
 
 
-class DynamoDBDeliveryStore:
-    """Delivery records and resource watermarks in one DynamoDB table.
+class DynamoDBDeliveryStore(ReprocessMarks):
+    """Delivery records, resource watermarks and reprocess marks (:class:`ReprocessMarks`) in
+    one DynamoDB table.
 
     Parameters
     ----------

@@ -1,15 +1,18 @@
 """The deliveries table's item layout: keys, the time index and the delivery record item.
 
 One table (single-table design, ``docs/data-model.md``): ``DELIVERY#<source>#<delivery id>``
-records, ``RESOURCE#<source>#<resource key>`` watermarks and ``FAILURE#<message id>`` notes, each
-with its own sort key; delivery records carry the ``ByReceivedTime`` index attributes.
+records, ``RESOURCE#<source>#<resource key>`` watermarks, ``FAILURE#<message id>`` notes and
+``REPROCESS#<source>#<delivery id>`` marks (sort key ``GENERATION#<n>``, one per replay generation
+whose hook ran again), each with its own sort key; delivery records carry the ``ByReceivedTime``
+index attributes.
 
 Key sizes (UTF-8 bytes; DynamoDB refuses a partition key over 2,048 and a sort key over 1,024,
 the index keys included). A source name is at most 64 bytes (``sources.SOURCE_NAME_PATTERN``), a
 delivery id 256, a resource key 1,024 (``webhook_pipeline.bounds``, checked at ingest and again
 by the envelope), so the longest keys are: ``pk`` of a delivery record 9 + 64 + 1 + 256 = 330,
-of a resource item 9 + 64 + 1 + 1,024 = 1,098; the time index sort key ``received_key``
-32 (ISO-8601 with microseconds and ``+00:00``) + 1 + 64 + 1 + 256 = 354; ``sk`` at most 8.
+of a resource item 9 + 64 + 1 + 1,024 = 1,098, of a reprocess mark 10 + 64 + 1 + 256 = 331; the
+time index sort key ``received_key`` 32 (ISO-8601 with microseconds and ``+00:00``) + 1 + 64 + 1 +
+256 = 354; ``sk`` at most 11 + 19 = 30 (a mark's generation, a 64-bit integer).
 """
 
 from __future__ import annotations
@@ -42,6 +45,15 @@ def delivery_key(source: str, delivery_id: str) -> dict[str, dict[str, str]]:
 def failure_key(message_id: str) -> dict[str, dict[str, str]]:
     """Primary key of the failure note of an SQS message id."""
     return {"pk": {"S": f"FAILURE#{message_id}"}, "sk": {"S": FAILURE_SK}}
+
+
+def reprocess_key(source: str, delivery_id: str, generation: int) -> dict[str, dict[str, str]]:
+    """Primary key of the mark of one replay generation of a delivery: ``pk`` at most 331 bytes
+    for the bounded source name and delivery id (module docstring)."""
+    return {
+        "pk": {"S": f"REPROCESS#{source}#{delivery_id}"},
+        "sk": {"S": f"GENERATION#{generation}"},
+    }
 
 
 def resource_key(source: str, key: str) -> dict[str, dict[str, str]]:

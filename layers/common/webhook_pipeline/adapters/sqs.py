@@ -28,7 +28,15 @@ if TYPE_CHECKING:
     )
 
 
-__all__ = ["SqsQueue", "message_attributes", "message_body"]
+__all__ = [
+    "SqsQueue",
+    "batch_chunks",
+    "entry_size",
+    "message_attributes",
+    "message_body",
+    "send_batches",
+    "sqs_safe_json",
+]
 
 
 #: A character SQS refuses in a message body or string attribute value
@@ -45,7 +53,12 @@ BATCH_MAX_BYTES = 262_144
 def message_body(envelope: Envelope) -> str:
     """The envelope JSON as SQS accepts it: characters SQS refuses (which JSON may carry raw,
     such as U+FFFE in a delivery id) are written as ``\\uXXXX`` escapes instead."""
-    text = envelope.to_json()
+    return sqs_safe_json(envelope.to_json())
+
+
+def sqs_safe_json(text: str) -> str:
+    """Compact JSON ``text`` as SQS accepts it: re-serialised with ``\\uXXXX`` escapes when it
+    holds a character SQS refuses (:data:`SQS_REFUSED`), as is otherwise."""
     if SQS_REFUSED.search(text):
         text = json.dumps(json.loads(text), ensure_ascii=True, separators=(",", ":"))
     return text
@@ -69,7 +82,7 @@ def message_attributes(envelope: Envelope) -> dict[str, MessageAttributeValueTyp
     }
 
 
-def _entry_size(body: str, attributes: dict[str, MessageAttributeValueTypeDef]) -> int:
+def entry_size(body: str, attributes: dict[str, MessageAttributeValueTypeDef]) -> int:
     size = len(body.encode("utf-8"))
     for name, attr in attributes.items():
         value = attr.get("StringValue") or attr.get("BinaryValue") or b""
@@ -117,37 +130,54 @@ class SqsQueue:
         know it does not fit), so a generator builds only what is about to be sent; what it
         raises propagates.
         """
-        for chunk in _chunks(envelopes):
-            result = BatchSendResult()
-            try:
-                response = self.client.send_message_batch(
-                    QueueUrl=self.queue_url, Entries=[entry for _, entry in chunk]
-                )
-            except (BotoCoreError, ClientError) as exc:
-                result.failed.update((index, describe_error(exc)) for index, _ in chunk)
-                yield result
-                return
-            for ok in response.get("Successful") or []:
-                result.sent[int(ok["Id"])] = str(ok["MessageId"])
-            for bad in response.get("Failed") or []:
-                result.failed[int(bad["Id"])] = str(bad.get("Code", "Failed"))
-            for index, _ in chunk:
-                if index not in result.sent and index not in result.failed:
-                    result.failed[index] = "no answer for this entry"
+        entries = ((message_body(e), message_attributes(e)) for e in envelopes)
+        yield from send_batches(self.client, self.queue_url, batch_chunks(entries))
+
+
+def send_batches(
+    client: SQSClient,
+    queue_url: str,
+    chunks: Iterable[list[tuple[int, SendMessageBatchRequestEntryTypeDef]]],
+) -> Iterator[BatchSendResult]:
+    """One ``SendMessageBatch`` per chunk of :func:`batch_chunks`, yielding each call's result
+    (by the entries' indexes) as it returns; shared by the ingest and the processor's archive
+    sender.
+
+    An entry SQS lists in ``Failed``, or in neither list, is failed. A call that raises fails
+    all its entries and ends the iteration (the later chunks are not tried).
+    """
+    for chunk in chunks:
+        result = BatchSendResult()
+        try:
+            response = client.send_message_batch(
+                QueueUrl=queue_url, Entries=[entry for _, entry in chunk]
+            )
+        except (BotoCoreError, ClientError) as exc:
+            result.failed.update((index, describe_error(exc)) for index, _ in chunk)
             yield result
+            return
+        for ok in response.get("Successful") or []:
+            result.sent[int(ok["Id"])] = str(ok["MessageId"])
+        for bad in response.get("Failed") or []:
+            result.failed[int(bad["Id"])] = str(bad.get("Code", "Failed"))
+        for index, _ in chunk:
+            if index not in result.sent and index not in result.failed:
+                result.failed[index] = "no answer for this entry"
+        yield result
 
 
-def _chunks(
-    envelopes: Iterable[Envelope],
+def batch_chunks(
+    entries: Iterable[tuple[str, dict[str, MessageAttributeValueTypeDef]]],
 ) -> Iterator[list[tuple[int, SendMessageBatchRequestEntryTypeDef]]]:
-    """The ``SendMessageBatch`` entries of ``envelopes`` (``Id``: the envelope's index), in calls
-    of at most :data:`BATCH_MAX_ENTRIES` entries and :data:`BATCH_MAX_BYTES` bytes."""
+    """The ``SendMessageBatch`` entries of ``(body, attributes)`` pairs (``Id``: the pair's
+    index), in calls of at most :data:`BATCH_MAX_ENTRIES` entries and :data:`BATCH_MAX_BYTES`
+    bytes (an entry over that alone is a call of its own, which SQS refuses). ``entries`` is
+    read one past the chunk yielded."""
     chunk: list[tuple[int, SendMessageBatchRequestEntryTypeDef]] = []
     size = 0
-    for index, envelope in enumerate(envelopes):
-        body, attributes = message_body(envelope), message_attributes(envelope)
-        entry_size = _entry_size(body, attributes)
-        if chunk and (len(chunk) == BATCH_MAX_ENTRIES or size + entry_size > BATCH_MAX_BYTES):
+    for index, (body, attributes) in enumerate(entries):
+        nbytes = entry_size(body, attributes)
+        if chunk and (len(chunk) == BATCH_MAX_ENTRIES or size + nbytes > BATCH_MAX_BYTES):
             yield chunk
             chunk, size = [], 0
         entry: SendMessageBatchRequestEntryTypeDef = {
@@ -156,6 +186,6 @@ def _chunks(
             "MessageAttributes": attributes,
         }
         chunk.append((index, entry))
-        size += entry_size
+        size += nbytes
     if chunk:
         yield chunk

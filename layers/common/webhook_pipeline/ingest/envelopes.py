@@ -4,14 +4,19 @@ check, the content digest, the gate state and, for one event of a batch, its pos
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from webhook_pipeline.envelope import Envelope, claim_check_prefix, utcnow
 from webhook_pipeline.fields import body_b64
 from webhook_pipeline.ingest.events import DeliveryEvent
 from webhook_pipeline.ingest.ports import PayloadStore
+from webhook_pipeline.providers.model import Verified
+from webhook_pipeline.redaction import redact_headers
 from webhook_pipeline.sources import ResolvedSource
 from webhook_pipeline.webhook_request import WebhookRequest
+
+VerifiedWith = Literal["current", "previous", "unsigned"]
 
 # Headers copied into every envelope when present (never signature headers).
 BASE_FORWARDED_HEADERS = ("content-type", "user-agent")
@@ -33,12 +38,18 @@ class EnvelopeFactory:
         1 + 32 + 1 + 32 = 137 bytes whatever the delivery id (S3 allows 1,024).
     inline_body_max_bytes : int
         Bodies up to this size (bytes) travel inside the envelope.
+    verified_with : VerifiedWith | None
+        Which secret verified the request (:func:`verified_with`), copied into each envelope.
+    signed_headers : dict[str, str]
+        The signed headers of the request (:func:`signed_headers`), copied into each envelope.
     """
 
     source: ResolvedSource
     request: WebhookRequest
     payloads: PayloadStore
     inline_body_max_bytes: int
+    verified_with: VerifiedWith | None = None
+    signed_headers: dict[str, str] = field(default_factory=dict)
 
     def build(
         self,
@@ -80,4 +91,29 @@ class EnvelopeFactory:
             batch_index=batch[0] if batch else None,
             batch_count=batch[1] if batch else None,
             gate="claimed" if holds_claim else "bypassed",
+            provider=self.source.provider.name,
+            verified_with=self.verified_with,
+            signed_headers=self.signed_headers,
         )
+
+
+def verified_with(source: ResolvedSource, verified: Verified) -> VerifiedWith:
+    """``"unsigned"`` when the source's provider signs nothing (no id, timestamp, body or body
+    field: a shared token only admitted the request), else which secret matched:
+    ``"current"`` (index 0) or ``"previous"``."""
+    signs = source.provider.signs
+    if not (signs.body or signs.id or signs.timestamp or signs.body_fields):
+        return "unsigned"
+    return "current" if verified.secret_index == 0 else "previous"
+
+
+def signed_headers(
+    source: ResolvedSource, request: WebhookRequest, verified: Verified
+) -> dict[str, str]:
+    """The headers of ``request`` named in ``verified.signed_headers`` (lower case), the
+    provider's signature header and every credential header redacted (a token scheme lists the
+    token's own header as covered). A dict of at most a few entries: built once per request."""
+    present = {n: v for n in verified.signed_headers if (v := request.header(n)) is not None}
+    if not present:
+        return {}
+    return redact_headers(present, (source.provider.signature_header.lower(),))

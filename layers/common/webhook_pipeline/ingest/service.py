@@ -41,7 +41,7 @@ from webhook_pipeline.ingest.claims import (
     ClaimResult,
     gate_key,
 )
-from webhook_pipeline.ingest.envelopes import EnvelopeFactory
+from webhook_pipeline.ingest.envelopes import EnvelopeFactory, signed_headers, verified_with
 from webhook_pipeline.ingest.events import DeliveryEvent, read_events
 from webhook_pipeline.ingest.gatekeeper import Gatekeeper
 from webhook_pipeline.ingest.policy import IngestPolicy
@@ -143,12 +143,12 @@ class IngestService:
             )
         logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
         if provider.batch_path is None:
-            return self._single(source, request, events[0])
+            return self._single(source, events[0], self._envelopes(source, request, verified))
         return self._batches.handle(
             source,
             events,
             lambda event: self._new_claim(source, event),
-            self._envelopes(source, request),
+            self._envelopes(source, request, verified),
             budget,
         )
 
@@ -246,7 +246,7 @@ class IngestService:
     # -- one delivery: 2 Redis commands + 1 SQS call ---------------------------------------------
 
     def _single(
-        self, source: ResolvedSource, request: WebhookRequest, event: DeliveryEvent
+        self, source: ResolvedSource, event: DeliveryEvent, factory: EnvelopeFactory
     ) -> Answer:
         claim = self._new_claim(source, event)
         result = self._gatekeeper.claim(claim)
@@ -256,7 +256,6 @@ class IngestService:
             logger.info("delivery in flight in another request; sender must retry")
             raise DeliveryInFlightError()
         holds_claim = result is not None
-        factory = self._envelopes(source, request)
         try:
             envelope = factory.build(event, claim.token, holds_claim)
             message_id = self.queue.send(envelope)
@@ -295,8 +294,20 @@ class IngestService:
         key = gate_key(self.policy.redis_key_prefix, source.name, event.delivery_id)
         return Claim(key, self.new_token(), event.digest)
 
-    def _envelopes(self, source: ResolvedSource, request: WebhookRequest) -> EnvelopeFactory:
-        return EnvelopeFactory(source, request, self.payloads, self.policy.inline_body_max_bytes)
+    def _envelopes(
+        self, source: ResolvedSource, request: WebhookRequest, verified: Verified
+    ) -> EnvelopeFactory:
+        """The envelopes of the request's deliveries, with what the archive keeps of its
+        verification (the provider, which secret, the signed headers: a dict of a few entries
+        built once per request, nothing parsed again)."""
+        return EnvelopeFactory(
+            source,
+            request,
+            self.payloads,
+            self.policy.inline_body_max_bytes,
+            verified_with=verified_with(source, verified),
+            signed_headers=signed_headers(source, request, verified),
+        )
 
 
 __all__ = ["Answer", "IngestPolicy", "IngestService", "TimeBudget"]

@@ -19,12 +19,22 @@ class Outcome(StrEnum):
     RETRY = "retry"
     MALFORMED = "malformed"
     BUG = "bug"
+    #: A reprocess whose hook ran again and committed its generation's mark.
+    REPROCESSED = "reprocessed"
+    #: A reprocess that ran no hook: the record is stale, missing, its first hook still pending,
+    #: or the generation was reprocessed already (the reason says which).
+    SKIPPED = "skipped"
 
     @property
     def acknowledged(self) -> bool:
         """True when the message is done (deleted from the queue), False when it is reported in
         ``batchItemFailures``."""
-        return self in (Outcome.APPLIED, Outcome.DUPLICATE, Outcome.STALE)
+        return self in _ACKNOWLEDGED
+
+
+_ACKNOWLEDGED = frozenset(
+    {Outcome.APPLIED, Outcome.DUPLICATE, Outcome.STALE, Outcome.REPROCESSED, Outcome.SKIPPED}
+)
 
 
 class HookState(StrEnum):
@@ -116,6 +126,31 @@ class StoreResult:
     stored_outcome: Outcome | None = None
     watermark: int | None = None
     stored_digest: str | None = None
+
+
+@dataclass(frozen=True)
+class ReprocessState:
+    """What a reprocess finds stored for one delivery and generation.
+
+    Attributes
+    ----------
+    stored_outcome : Outcome | None
+        The delivery record's outcome (``applied`` or ``stale``); ``None`` when not recorded.
+    hook_state : HookState | None
+        The record's ``hook_state`` (absent when no hook was registered at its first run).
+    stored_digest : str | None
+        The recorded content digest.
+    expires_at : int | None
+        The record's TTL, epoch seconds (the generation's mark expires with it).
+    marked : bool
+        This generation's mark exists: its hook ran again and committed already.
+    """
+
+    stored_outcome: Outcome | None
+    hook_state: HookState | None = None
+    stored_digest: str | None = None
+    expires_at: int | None = None
+    marked: bool = False
 
 
 @dataclass(frozen=True)

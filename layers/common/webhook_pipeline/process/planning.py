@@ -46,3 +46,19 @@ def plan(
         for members in groups.values()
     ]
     return malformed, ordered
+
+
+def segments(group: list[tuple[Message, Envelope]]) -> list[list[tuple[Message, Envelope]]]:
+    """Split an ordered group into the runs a coalesced write may take: consecutive first-run
+    deliveries together, each reprocess envelope (``reprocess`` set) alone, order kept.
+
+    A reprocess writes no record and moves no watermark, so it never joins a group write; it
+    still runs at its place in the group's sequence order.
+    """
+    runs: list[list[tuple[Message, Envelope]]] = []
+    for pair in group:
+        if pair[1].reprocess is None and runs and runs[-1][-1][1].reprocess is None:
+            runs[-1].append(pair)
+        else:
+            runs.append([pair])
+    return runs

@@ -7,7 +7,12 @@ from typing import Any, Protocol
 
 from webhook_pipeline.envelope import BodyPointer
 from webhook_pipeline.process.coalesce import GroupWrite
-from webhook_pipeline.process.model import DeliveryRecord, FailureNote, StoreResult
+from webhook_pipeline.process.model import (
+    DeliveryRecord,
+    FailureNote,
+    ReprocessState,
+    StoreResult,
+)
 
 
 class PayloadReader(Protocol):
@@ -102,6 +107,49 @@ class DeliveryStore(Protocol):
             One of ``effects``' own conditions failed (the hook is retried).
         StoreBugError
             The request is invalid, or the delivery is not recorded.
+        """
+        ...
+
+    def read_reprocess(self, source: str, delivery_id: str, generation: int) -> ReprocessState:
+        """The stored record of a delivery and whether ``generation``'s mark exists (strongly
+        consistent reads; writes nothing).
+
+        Raises
+        ------
+        TransientError, StoreBugError
+            As :meth:`record`.
+        """
+        ...
+
+    def mark_reprocessed(
+        self,
+        source: str,
+        delivery_id: str,
+        generation: int,
+        *,
+        job: str,
+        expires_at: int | None,
+        effects: Sequence[Mapping[str, Any]] = (),
+    ) -> bool:
+        """Write ``generation``'s mark of a delivery only if it does not exist, with the hook's
+        ``effects`` (DynamoDB writes) in the same transaction; ``expires_at`` (epoch seconds) is
+        the mark's TTL (the delivery record's; ``None``: none). Never touches the delivery
+        record or a watermark.
+
+        Returns
+        -------
+        bool
+            ``False`` when the mark existed (another run of this generation committed first):
+            nothing was written. ``True`` when the mark and the effects committed.
+
+        Raises
+        ------
+        TransientError
+            Throttling, timeouts, a conflict: the write may succeed later.
+        HookError
+            One of ``effects``' own conditions failed (the hook is retried).
+        StoreBugError
+            The request is invalid.
         """
         ...
 

@@ -18,6 +18,10 @@ watermark committed together); when that write does not commit for any reason, t
 deliveries are recorded one by one as without coalescing. Hooks run after the write, per applied
 delivery, in the group's order.
 
+Reprocess (an envelope with ``reprocess``, :mod:`webhook_pipeline.process.reprocess`): no record,
+no watermark; the hook of an applied delivery runs again once per generation (``reprocessed``),
+or nothing runs (``skipped``). Never part of a group write; in its group's sequence order.
+
 This module knows nothing of boto3: the store and the payload reader are Protocols injected by the
 handler.
 """
@@ -35,7 +39,7 @@ from webhook_pipeline.errors import (
     StoreBugError,
     TransientError,
 )
-from webhook_pipeline.hooks import Effects, Hook, HookEvent, HookRegistry
+from webhook_pipeline.hooks import Effects, Hook, HookRegistry
 from webhook_pipeline.observability import logger
 from webhook_pipeline.process.bodies import load_body
 from webhook_pipeline.process.coalesce import chunk_group, plan_group
@@ -49,8 +53,9 @@ from webhook_pipeline.process.model import (
     StoreResult,
     attempt_token,
 )
-from webhook_pipeline.process.planning import plan
+from webhook_pipeline.process.planning import plan, segments
 from webhook_pipeline.process.ports import DeliveryStore, PayloadReader
+from webhook_pipeline.process.reprocess import Reprocessor, call_hook, hook_event
 
 
 class ProcessorService:
@@ -94,6 +99,7 @@ class ProcessorService:
         self._retention = retention
         self._clock = clock
         self.coalesce = coalesce
+        self._reprocessor = Reprocessor(store, payloads, hooks)
 
     def process_batch(self, messages: Sequence[Message]) -> dict[str, RecordResult]:
         """Process a whole batch: groups concurrently, each group in sequence order.
@@ -167,9 +173,15 @@ class ProcessorService:
         return True
 
     def _process_group(self, group: list[tuple[Message, Envelope]]) -> list[RecordResult]:
-        if self.coalesce and len(group) > 1 and group[0][1].resource_key is not None:
-            return self._process_coalesced(group)
-        return [self.process(message, envelope) for message, envelope in group]
+        if not self.coalesce or group[0][1].resource_key is None:
+            return [self.process(message, envelope) for message, envelope in group]
+        results: list[RecordResult] = []
+        for run in segments(group):  # a reprocess never joins a group write
+            if len(run) > 1:
+                results.extend(self._process_coalesced(run))
+            else:
+                results.append(self.process(*run[0]))
+        return results
 
     def _process_coalesced(self, group: list[tuple[Message, Envelope]]) -> list[RecordResult]:
         """One resource's deliveries: one write for all (:mod:`.coalesce`) when it commits,
@@ -241,7 +253,10 @@ class ProcessorService:
             return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
 
     def process(self, message: Message, envelope: Envelope) -> RecordResult:
-        """Load and check the body, record the delivery, run its hook when one is due."""
+        """Load and check the body, record the delivery, run its hook when one is due; a
+        reprocess envelope (:mod:`.reprocess`) records nothing and runs its hook again."""
+        if envelope.reprocess is not None:
+            return self._reprocessor.reprocess(message, envelope)
         body = self._load(message, envelope)
         if isinstance(body, RecordResult):
             return body
@@ -330,25 +345,10 @@ class ProcessorService:
     ) -> RecordResult:
         """Run the hook that is due for a recorded delivery, then mark it done."""
         mid = message.message_id
-        event = HookEvent(
-            source=envelope.source,
-            delivery_id=envelope.delivery_id,
-            event_type=envelope.event_type,
-            resource_key=envelope.resource_key,
-            sequence=envelope.sequence,
-            received_at=envelope.received_at,
-            headers=dict(envelope.headers),
-            body=body,
-        )
-        try:
-            returned = handler(event)
-        except KeyboardInterrupt:
-            raise  # the operator stopping the process (local stack): not the hook's failure
-        except BaseException as exc:  # SystemExit, CancelledError...: only this record fails
-            error = HookError(f"hook failed: {type(exc).__name__}: {exc}")
-            error.__cause__ = exc
+        returned = call_hook(handler, hook_event(envelope, body))
+        if isinstance(returned, HookError):
             return RecordResult(
-                mid, Outcome.RETRY, envelope, reason=str(error), hook="failed", error=error
+                mid, Outcome.RETRY, envelope, reason=str(returned), hook="failed", error=returned
             )
         effects = returned.writes if isinstance(returned, Effects) else ()
         try:
