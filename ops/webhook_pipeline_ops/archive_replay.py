@@ -24,6 +24,7 @@ ARCHIVE_ONLY = (
     ("outcomes", "--outcome"),
     ("resource_key", "--resource-key"),
     ("delivery_id_prefix", "--delivery-id-prefix"),
+    ("where", "--where"),
     ("max", "--max"),
     ("job", "--job"),
 )
@@ -55,6 +56,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--outcome", dest="outcomes", action="append", help="archived outcome")
     group.add_argument("--resource-key", help="only this resource key")
     group.add_argument("--delivery-id-prefix", help="only delivery ids starting with this")
+    group.add_argument(
+        "--where",
+        action="append",
+        metavar="COND",
+        help="a condition on body fields, as archive search's (repeatable: all must hold)",
+    )
     group.add_argument("--max", type=int, metavar="N", help="at most the first N deliveries")
     group.add_argument("--job", metavar="ID", help="job id: the same id resumes the job")
 
@@ -91,6 +98,7 @@ def request_from_args(args: argparse.Namespace) -> ArchiveReplayRequest:
         "outcomes": args.outcomes or [],
         "resource_key": args.resource_key,
         "delivery_id_prefix": args.delivery_id_prefix,
+        "where": args.where,
         "rate_per_second": args.rate,
         "max_deliveries": args.max,
         "job": args.job,

@@ -67,6 +67,7 @@ def stack(aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Archive
         (("--mode", "reprocess", *WINDOW, "--outcome", "fine"), "unknown outcome"),
         (("--mode", "reprocess", *WINDOW, "--max-messages", "5"), "DLQ replay only"),
         (("--mode", "reprocess", *WINDOW, "--job", "a/b"), "job"),
+        (("--mode", "reprocess", *WINDOW, "--where", "amount >> 7"), "at position 8"),
     ],
 )
 def test_usage_errors_exit_2_before_any_aws_call(
@@ -167,3 +168,28 @@ def test_via_function_invokes_again_with_the_job_while_incomplete(
     assert [p["from_archive"].get("job") for p in payloads] == [None, "fn-1", "fn-1"]
     assert {p["from_archive"]["mode"] for p in payloads} == {"redeliver"}
     assert json.loads(out)["status"] == "complete"
+
+
+def test_where_selects_by_body_fields_all_of_them(cli: Run, stack: ArchiveStack) -> None:
+    bodies = {
+        "evt_eur_big": b'{"currency": "eur", "amount": 5000}',
+        "evt_eur_small": b'{"currency": "eur", "amount": 10}',
+        "evt_usd_big": b'{"currency": "usd", "amount": 5000}',
+        "evt_text": b"currency=eur&amount=5000",
+    }
+    put_archive(stack.s3, [record(i, n, body=b) for n, (i, b) in enumerate(bodies.items())])
+    code, out, _ = cli(
+        "replay",
+        "--from-archive",
+        "--mode",
+        "redeliver",
+        *WINDOW,
+        "--where",
+        "currency = eur",
+        "--where",
+        "amount >= 1000",
+        "--dry-run",
+    )
+    assert code == 0, out
+    assert "Would send 1 of 1 deliveries (redeliver):" in out
+    assert "evt_eur_big" in out and "evt_usd_big" not in out and "evt_eur_small" not in out

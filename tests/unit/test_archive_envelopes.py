@@ -55,3 +55,13 @@ def test_a_verdict_the_envelope_does_not_know_is_left_out_not_refused() -> None:
         archived(verified_with="secret-7"), BODY, inline_body_max_bytes=1000
     )
     assert envelope.verified_with is None and envelope.provider == "stripe"
+
+
+def test_where_is_part_of_what_a_resumed_job_must_repeat() -> None:
+    from webhook_pipeline.replay.archive_request import ArchiveReplayRequest
+
+    base = {"mode": "reprocess", "start": "2026-12-01T00:00:00Z", "end": "2026-12-02T00:00:00Z"}
+    plain = ArchiveReplayRequest.parse(base)
+    narrowed = ArchiveReplayRequest.parse(base | {"where": ["amount >= 1000"]})
+    assert plain.fingerprint() != narrowed.fingerprint()
+    assert len(narrowed.archive_filter().where) == 1

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from webhook_pipeline.archive.predicate import PredicateError, parse_predicate
 from webhook_pipeline.archive.query import ArchiveFilter
 from webhook_pipeline.archive.record import OUTCOMES
 from webhook_pipeline.errors import InvalidReplayRequestError
@@ -42,6 +43,9 @@ class ArchiveReplayRequest(BaseModel):
     sources, event_types, outcomes, resource_key, delivery_id_prefix
         As :class:`webhook_pipeline.archive.query.ArchiveFilter` (empty = any); ``outcomes`` are
         archive outcomes (``applied``, ``stale``, ...).
+    where : tuple[str, ...]
+        Conditions on body fields, all of which must hold, each in the grammar of
+        ``archive search --where`` (:func:`webhook_pipeline.archive.predicate.parse_predicate`).
     dry_run : bool
         Count exactly what would be sent (after the record checks) and list a sample; send
         nothing, write no job state.
@@ -64,6 +68,7 @@ class ArchiveReplayRequest(BaseModel):
     outcomes: tuple[str, ...] = ()
     resource_key: str | None = Field(default=None, min_length=1)
     delivery_id_prefix: str | None = Field(default=None, min_length=1)
+    where: tuple[str, ...] = ()
     dry_run: bool = Field(default=False, strict=True)
     rate_per_second: float | None = Field(default=None, gt=0, le=MAX_RATE_PER_SECOND, strict=True)
     max_deliveries: int | None = Field(default=None, ge=1, le=MAX_MESSAGES_LIMIT, strict=True)
@@ -88,6 +93,11 @@ class ArchiveReplayRequest(BaseModel):
         unknown = sorted(set(self.outcomes) - set(OUTCOMES))
         if unknown:
             raise ValueError(f"unknown outcome(s) {unknown}: use {', '.join(OUTCOMES)}")
+        for text in self.where:
+            try:
+                parse_predicate(text)
+            except PredicateError as exc:
+                raise ValueError(f"where: {exc}") from None
         return self
 
     @classmethod
@@ -120,6 +130,7 @@ class ArchiveReplayRequest(BaseModel):
             outcomes=self.outcomes,
             resource_key=self.resource_key,
             delivery_id_prefix=self.delivery_id_prefix,
+            where=tuple(parse_predicate(text) for text in self.where),
         )
 
     def fingerprint(self) -> str:
