@@ -18,6 +18,7 @@ from pathlib import Path
 
 from webhook_pipeline_ops.figures import (
     archive_cost,
+    archive_perf,
     cost,
     cost_prose,
     cost_sources,
@@ -62,7 +63,7 @@ DOCUMENTS = (
         (cost_sources.figures, cost.figures, cost_prose.figures, archive_cost.figures),
         cost.NOT_FROM_RESULTS | cost_sources.NOT_FROM_RESULTS,
     ),
-    Document(ROOT / "docs" / "performance.md", (performance.figures,)),
+    Document(ROOT / "docs" / "performance.md", (performance.figures, archive_perf.figures)),
 )
 
 
