@@ -129,10 +129,17 @@ def envelope_from_record(
         replay_count=record.replay_count + 1,
         gate="replayed",
         reprocess=reprocess,
-        provider=record.provider,
-        verified_with=_verified_with(record.verified_with),
-        signed_headers=dict(record.signed_headers),
+        **_signed_metadata(record),
     )
+
+
+def _signed_metadata(record: ArchiveRecord) -> dict[str, Any]:
+    """What ingest recorded about the delivery's verification, for the rebuilt envelope."""
+    return {
+        "provider": record.provider,
+        "verified_with": _verified_with(record.verified_with),
+        "signed_headers": dict(record.signed_headers),
+    }
 
 
 def _verified_with(value: str | None) -> Literal["current", "previous", "unsigned"] | None:
