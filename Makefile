@@ -104,7 +104,8 @@ typecheck: $(STAMP_DEV)  ## mypy strict over layers/common, functions/ and ops/ 
 # git-ignored); `make bench-full` writes the committed figures.
 BENCH_QUICK := bench/bench_inline_vs_queue.py bench/bench_cold_start.py bench/bench_cost_inputs.py \
   bench/bench_ingest_overhead.py bench/bench_verify.py bench/bench_import.py \
-  bench/bench_hot_resource.py bench/bench_archive_ack.py
+  bench/bench_hot_resource.py bench/bench_archive_ack.py bench/bench_replay_rate.py \
+  bench/bench_archive_search.py
 
 bench: $(STAMP_DEV)  ## benchmarks (quick modes); figures written to bench/results/
 	@set -e; for f in bench/bench_*.py; do echo "== $$f"; \

@@ -39,7 +39,7 @@ EXCLUDE := '__pycache__' '*.pyc' '*.so' '.aws-sam' '.git' '.gitignore' '.venv' '
            '.pytest_cache' '.ruff_cache' '*.egg-info' '.python-version'
 
 .PHONY: check-python build-CommonLayer build-IngestFunction build-ProcessorFunction \
-        build-ReplayFunction
+        build-ReplayFunction build-ArchiverFunction
 
 check-python:
 	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; \
@@ -54,7 +54,7 @@ build-CommonLayer: check-python
 	$(COMPILE) "$(ARTIFACTS_DIR)/python"
 
 # A function: its folder is the code root (/var/task); its own requirements.txt, if any.
-build-IngestFunction build-ProcessorFunction build-ReplayFunction: check-python
+build-IngestFunction build-ProcessorFunction build-ReplayFunction build-ArchiverFunction: check-python
 	mkdir -p "$(ARTIFACTS_DIR)"
 	$(COPY_SOURCE) "$(ARTIFACTS_DIR)" $(EXCLUDE)
 	if [ -f requirements.txt ]; then $(PIP_INSTALL) "$(ARTIFACTS_DIR)" -r requirements.txt; fi

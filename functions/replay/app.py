@@ -17,6 +17,19 @@ dry_run, remaining, complete, stopped[, would_replay][, error]}`` (see
 why when the run ended early (``time_limit``: it stopped ``SAFETY_MARGIN_MS`` before the
 function's own timeout; invoke again to continue).
 
+Replay from the archive: the event ``{"from_archive": {...}}`` carries an
+:class:`webhook_pipeline.replay.archive_request.ArchiveReplayRequest`::
+
+    {"from_archive": {"mode": "redeliver", "start": "2024-05-01T10:00:00Z",
+                      "end": "2024-05-01T12:00:00Z", "sources": ["stripe"],
+                      "rate_per_second": 50, "job": "restore-0501"}}
+
+and returns its report (:class:`webhook_pipeline.replay.archive_report.ArchiveReplayReport`). The
+run checkpoints after every chunk and stops ``SAFETY_MARGIN_MS`` before the function's timeout
+with ``status: "incomplete"``: invoke again with the returned ``job`` to go on. It needs
+``ARCHIVE_BUCKET`` and ``TABLE_NAME`` (and ``PAYLOAD_BUCKET`` for bodies over
+``INLINE_BODY_MAX_BYTES``).
+
 Bad input is not a report: the handler raises :class:`InvalidReplayRequestError`, so the
 invocation fails with ``errorType: InvalidReplayRequestError`` and an ``errorMessage`` listing
 every problem (``filter.received_after: ...; max_messages: ...``), which ``sam remote invoke``
@@ -44,6 +57,8 @@ from webhook_pipeline.observability import (
     logger,
     metrics,
 )
+from webhook_pipeline.replay.archive_job import ArchiveReplayTarget, run_archive_replay
+from webhook_pipeline.replay.archive_request import ArchiveReplayRequest
 from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayRequest
 from webhook_pipeline.replay.run import replay
@@ -86,6 +101,8 @@ def lambda_handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     InvalidReplayRequestError
         The event is not a valid replay request; nothing was touched.
     """
+    if isinstance(event, dict) and "from_archive" in event:
+        return _from_archive(event, context)
     try:
         request = ReplayRequest.parse(event)
     except InvalidReplayRequestError as exc:
@@ -110,4 +127,40 @@ def lambda_handler(event: Any, context: LambdaContext) -> dict[str, Any]:
     count(MetricName.REPLAYED, report.replayed)
     result = report.to_dict()
     logger.info("replay: done", **{k: v for k, v in result.items() if k != "would_replay"})
+    return result
+
+
+def _from_archive(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Run (or resume) a replay from the archive until done or near the timeout."""
+    try:
+        if set(event) != {"from_archive"}:
+            raise InvalidReplayRequestError("from_archive: give no other key beside it")
+        if not (settings.archive_bucket and settings.table_name):
+            raise InvalidReplayRequestError(
+                "replay from the archive needs ARCHIVE_BUCKET and TABLE_NAME in the environment"
+            )
+        request = ArchiveReplayRequest.parse(event["from_archive"])
+    except InvalidReplayRequestError as exc:
+        logger.warning("replay: invalid request", error=str(exc))
+        raise
+    logger.info("replay from archive: start", **request.model_dump(mode="json"))
+    target = ArchiveReplayTarget(
+        s3=aws_client("s3", settings),
+        dynamodb=aws_client("dynamodb", settings),
+        sqs=sqs_client(),
+        archive_bucket=settings.archive_bucket,
+        table=settings.table_name,
+        queue_url=settings.queue_url,
+        payload_bucket=settings.payload_bucket or None,
+        inline_body_max_bytes=settings.inline_body_max_bytes,
+    )
+    report = run_archive_replay(
+        request,
+        target,
+        remaining_time_ms=context.get_remaining_time_in_millis,
+        safety_margin_ms=settings.safety_margin_ms,
+    )
+    count(MetricName.REPLAYED, report.sent)
+    result = report.to_dict()
+    logger.info("replay from archive: done", **{k: v for k, v in result.items() if k != "sample"})
     return result

@@ -6,7 +6,7 @@ Where the CLI connects: default boto3 credentials and region, ``--profile``/``--
 Where the resources are found, first hit wins per resource:
 
 1. explicit ``--queue-url``, ``--dlq-url``, ``--table``, ``--payload-bucket``,
-   ``--function-name`` (each command offers only the ones it uses);
+   ``--function-name``, ``--archive-bucket`` (each command offers only the ones it uses);
 2. ``--local``: the local stack's ``outputs.json`` (in ``.local-stack/`` or
    ``$WEBHOOK_PIPELINE_LOCAL_DIR``), which also gives the endpoint URL and region;
 3. ``--stack NAME``: the CloudFormation stack's outputs ``MainQueueUrl``,
@@ -45,8 +45,8 @@ STACK_OUTPUTS = {
     "DeliveriesTableName": "table",
     "PayloadBucketName": "payload_bucket",
     "ReplayFunctionName": "replay_function",
-    "SecretsPrefix": "secrets_prefix",
     "ArchiveBucketName": "archive_bucket",
+    "SecretsPrefix": "secrets_prefix",
 }
 #: Environment variable -> resource attribute.
 ENVIRONMENT = {
@@ -55,8 +55,8 @@ ENVIRONMENT = {
     "WEBHOOK_PIPELINE_TABLE": "table",
     "WEBHOOK_PIPELINE_PAYLOAD_BUCKET": "payload_bucket",
     "WEBHOOK_PIPELINE_REPLAY_FUNCTION": "replay_function",
-    "WEBHOOK_PIPELINE_SECRETS_PREFIX": "secrets_prefix",
     "WEBHOOK_PIPELINE_ARCHIVE_BUCKET": "archive_bucket",
+    "WEBHOOK_PIPELINE_SECRETS_PREFIX": "secrets_prefix",
 }
 #: How each resource can be given (for error messages).
 HOW_TO_GIVE = {
@@ -65,8 +65,8 @@ HOW_TO_GIVE = {
     "table": "--table, --stack, --local or WEBHOOK_PIPELINE_TABLE",
     "payload_bucket": "--payload-bucket, --stack, --local or WEBHOOK_PIPELINE_PAYLOAD_BUCKET",
     "replay_function": "--function-name, --stack or WEBHOOK_PIPELINE_REPLAY_FUNCTION",
-    "secrets_prefix": "--secrets-prefix, --stack, --local or WEBHOOK_PIPELINE_SECRETS_PREFIX",
     "archive_bucket": "--archive-bucket, --stack, --local or WEBHOOK_PIPELINE_ARCHIVE_BUCKET",
+    "secrets_prefix": "--secrets-prefix, --stack, --local or WEBHOOK_PIPELINE_SECRETS_PREFIX",
 }
 LABELS = {
     "queue_url": "main queue URL",
@@ -74,8 +74,8 @@ LABELS = {
     "table": "deliveries table name",
     "payload_bucket": "payload (claim-check) bucket name",
     "replay_function": "replay function name",
-    "secrets_prefix": "secrets prefix",
     "archive_bucket": "archive bucket name",
+    "secrets_prefix": "secrets prefix",
 }
 
 
@@ -94,8 +94,8 @@ RESOURCE_OPTIONS = {
     "table": ("--table", "deliveries table name"),
     "payload_bucket": ("--payload-bucket", "payload (claim-check) bucket name"),
     "replay_function": ("--function-name", "replay function name or ARN"),
-    "secrets_prefix": ("--secrets-prefix", "Secrets Manager name prefix of the source secrets"),
     "archive_bucket": ("--archive-bucket", "archive bucket name"),
+    "secrets_prefix": ("--secrets-prefix", "Secrets Manager name prefix of the source secrets"),
 }
 #: What most AWS commands may use.
 DEFAULT_RESOURCES = ("queue_url", "dlq_url", "table", "replay_function")
@@ -152,8 +152,8 @@ class Resources:
     table: str | None = None
     payload_bucket: str | None = None
     replay_function: str | None = None
-    secrets_prefix: str | None = None
     archive_bucket: str | None = None
+    secrets_prefix: str | None = None
     origin: dict[str, str] = field(default_factory=dict)
 
     def require(self, name: str) -> str:

@@ -42,6 +42,7 @@ REGISTRARS: tuple[str, ...] = (
     "webhook_pipeline_ops.commands.local",
     "webhook_pipeline_ops.commands.send",
     "webhook_pipeline_ops.commands.console",
+    "webhook_pipeline_ops.commands.archive",
 )
 #: Exit code when stdout was closed by the reader (128 + SIGPIPE, like other CLI tools).
 EXIT_BROKEN_PIPE = 141

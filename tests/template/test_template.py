@@ -42,16 +42,15 @@ def _plain(node: Any) -> Any:
     return json.loads(json.dumps(node))
 
 
-@pytest.fixture(scope="module")
-def template() -> dict[str, Any]:
+def load_plain_template() -> dict[str, Any]:
+    """template.yaml as written, CloudFormation tags decoded (the ``template`` fixture)."""
     from cfnlint.decode import cfn_yaml
 
     return _plain(cfn_yaml.load(str(TEMPLATE)))
 
 
-@pytest.fixture(scope="module")
-def transformed(template: dict[str, Any]) -> dict[str, Any]:
-    """The template after the SAM transform (offline; code locations replaced by S3 URIs)."""
+def sam_transform(template: dict[str, Any]) -> dict[str, Any]:
+    """``template`` after the SAM transform (the ``transformed`` fixture)."""
     from samtranslator.translator.transform import transform
 
     class NoManagedPolicies:
@@ -66,6 +65,17 @@ def transformed(template: dict[str, Any]) -> dict[str, Any]:
                 props[key] = "s3://bucket/key"
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     return transform(doc, {}, NoManagedPolicies())
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_plain_template()
+
+
+@pytest.fixture(scope="module")
+def transformed(template: dict[str, Any]) -> dict[str, Any]:
+    """The template after the SAM transform (offline; code locations replaced by S3 URIs)."""
+    return sam_transform(template)
 
 
 def resources_of(doc: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
@@ -117,7 +127,11 @@ def policy_statements(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
         for document in documents:
             statements = document["Statement"]
             for statement in statements if isinstance(statements, list) else [statements]:
-                yield logical_id, statement
+                # A conditional statement (!If [cond, statement, !Ref AWS::NoValue]): both
+                # branches are checked.
+                for branch in statement["Fn::If"][1:] if "Fn::If" in statement else [statement]:
+                    if branch != {"Ref": "AWS::NoValue"}:
+                        yield logical_id, branch
 
 
 def as_list(value: Any) -> list[Any]:
@@ -313,8 +327,13 @@ def test_c08_event_source_mapping_reports_batch_item_failures(
     transformed: dict[str, Any],
 ) -> None:
     mappings = resources_of(transformed, "AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 1
-    (mapping,) = (m["Properties"] for m in mappings.values())
+    # The processor's, and the archiver's (tests/template/test_archive_template.py).
+    assert len(mappings) == 2
+    (mapping,) = (
+        m["Properties"]
+        for m in mappings.values()
+        if m["Properties"]["FunctionName"] == {"Ref": "ProcessorFunction"}
+    )
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": ["MainQueue", "Arn"]}
     assert mapping["FunctionName"] == {"Ref": "ProcessorFunction"}
@@ -449,7 +468,8 @@ def test_each_function_may_do_only_its_own_job(transformed: dict[str, Any]) -> N
     }
     assert all(processor[a] == [{"Fn::GetAtt": ["DeliveriesTable", "Arn"]}] for a in dynamodb)
     assert processor["s3:GetObject"] == [{"Fn::Sub": "${PayloadBucket.Arn}/*"}]
-    assert "sqs:SendMessage" not in processor
+    # The processor sends archive messages, never to the main queue.
+    assert processor["sqs:SendMessage"] == [{"Fn::GetAtt": ["ArchiveQueue", "Arn"]}]
 
     replay = _allowed_actions(transformed, "ReplayFunctionRole")
     dlq = [{"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}]
@@ -658,6 +678,7 @@ PROCESSOR_METRICS = {
     "ProcessorBug",
     "HookFailed",
     "HookCompleted",
+    "ArchiveSendFailed",
 }
 
 

@@ -233,8 +233,11 @@ def test_settings_come_from_the_template() -> None:
     assert settings["dedup_ttl_s"] == sum(horizons) / len(horizons)
     assert (settings["interface_endpoints"], settings["availability_zones"]) == (2, 2)
     # 9 single-metric alarms, DLQ growth (1 metric), failed records (3), anomaly band (1 x 3),
-    # body mismatches at the gate and in the processor (2)
-    assert settings["alarm_metrics"] == 9 + 1 + 3 + 3 + 2
+    # body mismatches at the gate and in the processor (2), archive write failures (3)
+    assert settings["alarm_metrics"] == 9 + 1 + 3 + 3 + 2 + 3
+    assert (settings["archiver_batch_size"], settings["archiver_batching_window_s"]) == (1000, 60)
+    assert settings["archiver_memory_mb"] == 1024
+    assert settings["archive_retention_days"] == 90
     assert settings["dashboards"] == 1 and settings["tracing"] is True
 
 

@@ -98,7 +98,6 @@ class Envelope(BaseModel):
         Set by a replay from the archive in reprocess mode: the processor writes no record and
         moves no watermark; it runs the hook of an ``applied`` delivery again, once per
         generation (``webhook_pipeline.process.reprocess``).
-
     provider : str | None
         The source's provider name (``"stripe"``), for the archive; ``None`` in an envelope
         written before ingest set it.

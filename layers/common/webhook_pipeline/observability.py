@@ -171,6 +171,7 @@ class MetricName:
     SECRET_INVALID = "SecretInvalid"  # noqa: S105 - a metric name
     DUPLICATE_BODY_MISMATCH = "DuplicateBodyMismatch"
     HANDSHAKE_ANSWERED = "HandshakeAnswered"
+    #: The processor could not send an envelope's archive message (the record is retried).
     ARCHIVE_SEND_FAILED = "ArchiveSendFailed"
     ARCHIVED = "Archived"
     ARCHIVE_WRITE_FAILED = "ArchiveWriteFailed"

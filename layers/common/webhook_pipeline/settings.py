@@ -320,12 +320,27 @@ class ReplaySettings(AwsClientSettings):
         Long-poll wait of each DLQ receive in seconds (0..20, default 1).
     aws_read_timeout_seconds : float
         Default 30 s; must exceed ``receive_wait_seconds``.
+    archive_bucket : str
+        ``ARCHIVE_BUCKET``: the archive replays from the archive read (and keep job state in);
+        empty = replay from the archive refused.
+    table_name : str
+        ``TABLE_NAME``: the deliveries table (read only: which deliveries have a record);
+        needed by replay from the archive.
+    payload_bucket : str
+        ``PAYLOAD_BUCKET``: where a replayed body over ``inline_body_max_bytes`` is stored
+        (claim check, as ingest does).
+    inline_body_max_bytes : int
+        ``INLINE_BODY_MAX_BYTES``: as the ingest's (default 150000).
     """
 
     queue_url: str = Field(min_length=1)
     dlq_url: str = Field(min_length=1)
     safety_margin_ms: int = Field(default=10_000, ge=1_000, le=300_000)
     receive_wait_seconds: int = Field(default=1, ge=0, le=20)
+    archive_bucket: str = ""
+    table_name: str = ""
+    payload_bucket: str = ""
+    inline_body_max_bytes: int = Field(default=150_000, ge=0, le=MAX_INLINE_BODY_BYTES)
     aws_read_timeout_seconds: float = Field(default=30.0, gt=0, le=60)
 
     @model_validator(mode="after")

@@ -187,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
                 "scenario": dataclasses.asdict(scenario),
                 "usage": dataclasses.asdict(usage),
                 "bills": [bill_json(b) for b in all_bills.values()],
+                "archive_per_million_30_days": archive_comparison(usage, scenario, prices),
             }
         )
         return 0
@@ -195,7 +196,30 @@ def run(args: argparse.Namespace) -> int:
     if args.variant == "all":
         print()
         _print_variants(all_bills)
+    if usage.archive_bytes_per_record > 0:
+        print()
+        print(
+            f"the archive at {usage.archive_bytes_per_record:g} bytes a delivery (measured at "
+            "2 KB bodies), kept 30 days, USD per million webhooks:"
+        )
+        for name, value in archive_comparison(usage, scenario, prices).items():
+            print(f"  {name}: {_money(value)}")
     return 0
+
+
+def archive_comparison(usage: Usage, scenario: Scenario, prices: Prices) -> dict[str, float]:
+    """USD per million webhooks of each archive mechanism, the archive kept 30 days
+    (:func:`webhook_pipeline_ops.cost.archive.alternatives`); empty without measured sizes."""
+    from webhook_pipeline_ops.cost.archive import alternatives, per_million
+    from webhook_pipeline_ops.cost.estimate import traffic
+
+    if usage.archive_bytes_per_record <= 0:
+        return {}
+    counts = traffic(usage, scenario)
+    return {
+        name: round(per_million(lines, counts), 4)
+        for name, lines in alternatives(usage, counts, prices).items()
+    }
 
 
 def _print_prices(prices: Prices) -> None:

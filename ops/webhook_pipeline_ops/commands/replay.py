@@ -5,6 +5,10 @@ ReplayFunction (:func:`webhook_pipeline.replay.run.replay`); ``--via-function`` 
 ReplayFunction instead and prints its report. ``--dry-run`` lists what would move and moves
 nothing. A progress line is drawn on stderr when it is a terminal.
 
+``--from-archive`` replays archived deliveries of a window instead (``--mode redeliver`` or
+``reprocess``, ``--from``/``--to``, filters, ``--dry-run``, ``--rate``, ``--max``, ``--job`` to
+resume): a resumable job whose state is kept in the archive bucket.
+
 Exit code 0 when nothing failed; 1 when a send failed, a receive failed, or the run stopped on
 repeated send failures (the report is printed either way); 2 for an invalid request.
 """
@@ -19,6 +23,7 @@ from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.replay.report import MessageResult
 from webhook_pipeline.replay.request import ReplayRequest
 
+from webhook_pipeline_ops import archive_replay
 from webhook_pipeline_ops.aws import Aws, OpsError, common_options
 from webhook_pipeline_ops.direct_replay import Tally, run_direct
 from webhook_pipeline_ops.output import Progress, print_json, print_table
@@ -52,15 +57,13 @@ def register(subparsers: Any) -> None:
     """Add ``replay``."""
     parser = subparsers.add_parser(
         "replay",
-        parents=[common_options(("queue_url", "dlq_url", "replay_function"))],
+        parents=[common_options(("queue_url", "dlq_url", "replay_function", "archive_bucket"))],
         help="replay dead-lettered deliveries to the main queue (filters, dry run, rate limit)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     group = parser.add_argument_group("replay request (same as the ReplayFunction's input)")
-    group.add_argument(
-        "--max-messages", type=int, default=100, help="examine at most N messages (default 100)"
-    )
+    group.add_argument("--max-messages", type=int, help="examine at most N messages (default 100)")
     group.add_argument("--dry-run", action="store_true", help="list what would move; move nothing")
     group.add_argument(
         "--rate", type=float, metavar="PER_SECOND", help="at most N sends per second"
@@ -85,6 +88,7 @@ def register(subparsers: Any) -> None:
         help="stop (cleanly) after about this long; direct runs only",
     )
     how.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    archive_replay.add_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -98,7 +102,7 @@ def request_from_args(args: argparse.Namespace) -> ReplayRequest:
         "received_before": args.received_before,
     }
     data: dict[str, Any] = {
-        "max_messages": args.max_messages,
+        "max_messages": 100 if args.max_messages is None else args.max_messages,
         "dry_run": args.dry_run,
         "filter": {k: v for k, v in criteria.items() if v is not None},
     }
@@ -111,6 +115,9 @@ def request_from_args(args: argparse.Namespace) -> ReplayRequest:
 
 
 def run(args: argparse.Namespace) -> int:
+    archive_replay.check_usage(args)
+    if args.from_archive:
+        return archive_replay.run(args, invoke_function)
     request = request_from_args(args)
     aws = Aws(args)
     if args.via_function:
@@ -147,9 +154,14 @@ def _run_here(
 
 
 def _invoke_function(aws: Aws, request: ReplayRequest) -> dict[str, Any]:
+    return invoke_function(aws, request.model_dump(mode="json", exclude_none=True))
+
+
+def invoke_function(aws: Aws, payload: dict[str, Any]) -> dict[str, Any]:
+    """Invoke the ReplayFunction with ``payload``; its report (:class:`OpsError` when it
+    failed: exit code 2 for an invalid request)."""
     name = aws.resources.require("replay_function")
     client = aws.client("lambda", config=lambda_config())
-    payload = request.model_dump(mode="json", exclude_none=True)
     response = client.invoke(
         FunctionName=name, InvocationType="RequestResponse", Payload=json.dumps(payload).encode()
     )

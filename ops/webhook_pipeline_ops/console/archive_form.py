@@ -5,16 +5,15 @@ The filters are those of ``webhook-pipeline archive search``: ``source`` (one of
 sources), ``from``/``to`` (UTC receipt times, ``to`` exclusive), ``event_type`` (a glob),
 ``outcome`` (:data:`webhook_pipeline.archive.record.OUTCOMES`), ``resource_key`` (exact),
 ``delivery_id`` (a prefix) and ``where`` (a condition on body fields, parsed by
-:func:`_parse_where`, the one place the page parses it).
+:func:`_parse_where`: one ``archive search --where`` per line).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from webhook_pipeline.archive.predicate import PredicateError, parse_predicate
 from webhook_pipeline.archive.query import ArchiveFilter, BodyPredicate
 from webhook_pipeline.archive.record import OUTCOMES
 
@@ -73,60 +72,16 @@ def archive_filter(q: Any, known_sources: Callable[[], list[str]]) -> ArchiveFil
 
 
 def _parse_where(text: str) -> tuple[BodyPredicate, ...]:
-    """The body conditions of ``where`` text (all must hold).
-
-    The one place the page parses a ``where``: conditions ``PATH OP VALUE`` joined by ``and``,
-    ``PATH`` dotted keys (a whole number indexes a list), ``OP`` ``=`` or ``!=``, ``VALUE`` a
-    JSON literal (``500``, ``true``, ``null``, ``"text"``) or else a bare word compared as text;
-    for example ``data.object.currency = "eur" and livemode = false``.
+    """The body conditions of ``where`` text, one per line, all of which must hold: each the
+    ``--where`` of ``archive search`` (:func:`webhook_pipeline.archive.predicate.parse_predicate`,
+    for example ``data.object.amount >= 1000``); blank lines are ignored.
 
     Raises
     ------
     BadRequestError
-        The text does not parse (the message says where).
+        A line does not parse (the message names the line and the position).
     """
-    conditions: list[BodyPredicate] = []
-    for part in text.split(" and "):
-        for op in ("!=", "="):
-            path, found, value = part.partition(op)
-            if found:
-                break
-        else:
-            raise BadRequestError(f"where: {part.strip()!r} is not PATH = VALUE or PATH != VALUE")
-        keys = tuple(path.strip().split("."))
-        if not all(key.strip() == key and key for key in keys):
-            raise BadRequestError(f"where: {path.strip()!r} is not a dotted path")
-        conditions.append(_Condition(keys, _literal(value.strip()), negated=op == "!="))
-    return tuple(conditions)
-
-
-def _literal(text: str) -> Any:
-    if not text:
-        raise BadRequestError("where: a condition has no value")
     try:
-        return json.loads(text)
-    except ValueError:
-        if text.startswith('"'):
-            raise BadRequestError(f"where: {text!r} is not a JSON string") from None
-        return text
-
-
-@dataclass(frozen=True)
-class _Condition:
-    """``path == value`` (or ``!=``) on a parsed body; a missing path is not equal."""
-
-    path: tuple[str, ...]
-    value: Any
-    negated: bool
-
-    def matches(self, body: Any) -> bool:
-        node = body
-        for key in self.path:
-            if isinstance(node, dict) and key in node:
-                node = node[key]
-            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            else:
-                return self.negated
-        equal = node == self.value and type(node) is type(self.value)
-        return equal != self.negated
+        return tuple(parse_predicate(line.strip()) for line in text.splitlines() if line.strip())
+    except PredicateError as exc:
+        raise BadRequestError(f"where: {exc}") from None

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from webhook_pipeline_ops.cost import (
     api_gateway,
+    archive,
     aws_lambda,
     cloudwatch,
     dynamodb,
@@ -37,6 +38,7 @@ SERVICES: tuple[ServiceModel, ...] = (
     cloudwatch.lines,
     xray.lines,
     s3.lines,
+    archive.lines,
     vpc.lines,
     secrets_manager.lines,
 )

@@ -45,9 +45,10 @@ def usage_from(
     template: Mapping[str, Any],
     sources: int,
     dynamodb_ms: float = DYNAMODB_MS,
+    archive: Mapping[str, Any] | None = None,
 ) -> Usage:
-    """:class:`~.usage.Usage` from bench/results/cost_inputs.json, the template and the source
-    count.
+    """:class:`~.usage.Usage` from bench/results/cost_inputs.json, the template, the source
+    count and bench/results/archive_size.json (``archive``; without it, no archive lines).
 
     The ingest duration is the measured wall time (SQS's latency stood in for by the moto
     server). The processor's is its measured CPU time plus ``dynamodb_ms`` per invocation, the
@@ -97,7 +98,22 @@ def usage_from(
         processor_info_line_bytes=float(processor_lines["log_line_bytes_per_invocation"]) / 10,
         sources=sources,
         **settings,
+        **archive_sizes(archive),
     )
+
+
+def archive_sizes(archive: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The :class:`~.usage.Usage` archive sizes of bench/results/archive_size.json: the gzip
+    bytes per record and the encoding time of its case ``batch over all sources``, the mean
+    archive line."""
+    if archive is None:
+        return {}
+    (case,) = (c for c in archive["cases"] if c["case"] == "batch over all sources")
+    return {
+        "archive_bytes_per_record": float(case["bytes_per_record"]),
+        "archive_encode_ms_per_record": float(case["encode_cpu_ms_per_record"]),
+        "archive_message_bytes": float(archive["line_bytes_mean"]),
+    }
 
 
 def root() -> Path:
@@ -142,7 +158,12 @@ def load_usage(
     if sources is None:
         sources_file = base / "layers" / "common" / "sources.toml"
         sources = count_sources(sources_file) if sources_file.is_file() else 1
+    archive_path = Path(inputs_path).with_name("archive_size.json")
     try:
-        return usage_from(inputs, template, sources, dynamodb_ms)
+        archive = json.loads(archive_path.read_text()) if archive_path.is_file() else None
+    except ValueError as exc:
+        raise OpsError(f"{archive_path} is not JSON: {exc}") from None
+    try:
+        return usage_from(inputs, template, sources, dynamodb_ms, archive)
     except (KeyError, TypeError, ValueError) as exc:
         raise OpsError(f"{inputs_path} lacks a measured input: {exc!r}") from None

@@ -48,6 +48,11 @@ class Prices:
     vpc_endpoint_data_gb: float = 0.01
     secret_month: float = 0.40
     secrets_api_per_10k: float = 0.05
+    # Amazon Data Firehose (the archive's alternative; https://aws.amazon.com/firehose/pricing/)
+    firehose_ingest_gb: float = 0.029  # Direct PUT, first 500 TB, records rounded up to 5 KB
+    firehose_partitioning_gb: float = 0.020  # dynamic partitioning, GB delivered
+    firehose_partition_objects_per_thousand: float = 0.005  # dynamic partitioning, S3 objects
+    firehose_jq_hour: float = 0.07  # JQ processing of the partition keys, per hour
 
 
 DEFAULT_PRICES = Prices()

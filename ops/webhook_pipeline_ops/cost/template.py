@@ -58,6 +58,7 @@ def template_settings(template: Mapping[str, Any]) -> dict[str, Any]:
     alarms = alarm_metrics(resources)
     globals_ = template.get("Globals", {}).get("Function", {})
     return {
+        **archive_settings(template),
         "ingest_memory_mb": int(prop("IngestFunction", "MemorySize")),
         "processor_memory_mb": int(prop("ProcessorFunction", "MemorySize")),
         "architecture": str(_default(params.get("Architecture", {"Default": "arm64"}))),
@@ -76,6 +77,25 @@ def template_settings(template: Mapping[str, Any]) -> dict[str, Any]:
             1 for r in resources.values() if r.get("Type") == "AWS::CloudWatch::Dashboard"
         ),
         "tracing": globals_.get("Tracing") == "Active",
+    }
+
+
+def archive_settings(template: Mapping[str, Any]) -> dict[str, Any]:
+    """The archiver's memory, batch size and window and the archive's retention (parameter
+    defaults); none when the template has no archiver."""
+    resources = template["Resources"]
+    if "ArchiverFunction" not in resources:
+        return {}
+    archiver = resources["ArchiverFunction"]["Properties"]
+    esm = archiver["Events"]["ArchiveQueue"]["Properties"]
+    retention = template.get("Parameters", {}).get("ArchiveRetentionDays", {})
+    return {
+        "archiver_memory_mb": int(_param_or_literal(template, archiver["MemorySize"])),
+        "archiver_batch_size": int(_param_or_literal(template, esm["BatchSize"])),
+        "archiver_batching_window_s": float(
+            _param_or_literal(template, esm["MaximumBatchingWindowInSeconds"])
+        ),
+        "archive_retention_days": float(_default(retention)),
     }
 
 

@@ -62,6 +62,14 @@ class Usage:
     api_access_log_bytes: float = 0.0
     ingest_info_line_bytes: float = 0.0  # the per-delivery INFO line (part of the log bytes)
     processor_info_line_bytes: float = 0.0  # per record (part of the per-record log bytes)
+    # the archive (template.yaml; sizes measured by bench/bench_archive_size.py at 2 KB bodies)
+    archiver_memory_mb: int = 1024
+    archiver_batch_size: int = 1000
+    archiver_batching_window_s: float = 60.0
+    archive_retention_days: float = 90
+    archive_bytes_per_record: float = 0.0  # gzip bytes stored per delivery; 0: not measured
+    archive_message_bytes: float = 0.0  # one archive message (the record's JSON line)
+    archive_encode_ms_per_record: float = 0.0  # CPU of encode_object per record
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from webhook_pipeline_ops.figures import cost, cost_prose, cost_sources, performance, readme
+from webhook_pipeline_ops.figures import (
+    archive_cost,
+    archive_perf,
+    cost,
+    cost_prose,
+    cost_sources,
+    performance,
+    readme,
+)
 from webhook_pipeline_ops.figures.render import ROOT, Results, blocks, load, render
 
 
@@ -52,10 +60,10 @@ DOCUMENTS = (
     Document(ROOT / "README.md", (readme.figures,), readme.NOT_FROM_RESULTS),
     Document(
         ROOT / "docs" / "cost.md",
-        (cost_sources.figures, cost.figures, cost_prose.figures),
+        (cost_sources.figures, cost.figures, cost_prose.figures, archive_cost.figures),
         cost.NOT_FROM_RESULTS | cost_sources.NOT_FROM_RESULTS,
     ),
-    Document(ROOT / "docs" / "performance.md", (performance.figures,)),
+    Document(ROOT / "docs" / "performance.md", (performance.figures, archive_perf.figures)),
 )
 
 

@@ -32,6 +32,7 @@ ROWS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("CloudWatch metrics, alarms, dashboard", "CloudWatch", ("custom", "alarms", "dashboard")),
     ("X-Ray", "X-Ray", ()),
     ("S3 claim checks", "S3", ()),
+    ("Archive (queue, archiver, S3 objects and storage)", "Archive", ()),
     ("VPC interface endpoints (+ data)", "VPC", ()),
     ("Secrets Manager", "Secrets Manager", ()),
 )
@@ -82,6 +83,7 @@ def model(results: Results) -> Model:
         template(),
         count_sources(ROOT / "layers" / "common" / "sources.toml"),
         DYNAMODB_MS,
+        results("archive_size.json"),
     )
     return Model(usage, {n: bills(usage, Scenario(per_month=n), DEFAULT_PRICES) for n in VOLUMES})
 
@@ -185,7 +187,7 @@ def large_shares(m: Model) -> str:
 def duration_share(m: Model) -> str:
     """Lambda duration's largest share of the bill over :data:`VOLUMES`."""
     top = max(usd(b, "Lambda", "ingest", "processor") / b.total for b in map(m.at, VOLUMES))
-    return f"about {share(top, 1)}"
+    return f"about {100 * top:.1f} %"  # one decimal: a whole percent hides a 20 % change
 
 
 def figures(results: Results) -> dict[str, str]:

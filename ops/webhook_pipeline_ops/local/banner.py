@@ -41,6 +41,7 @@ def render(stack: LocalStack) -> str:
         f"             {o.get('DeadLetterQueueUrl')}",
         f"  table      {o.get('DeliveriesTableName')}    bucket {o.get('PayloadBucketName')}",
         f"  alarms     {len(stack.stack.alarms)} created",
+        *_archive_lines(o),
         f"  functions  {workers}  (worker processes, one interpreter each)",
     ]
     for poller in stack.pollers:
@@ -68,6 +69,16 @@ def render(stack: LocalStack) -> str:
         lines += sam_banner(stack.dir, stack.options.region)
     lines += [f"  stop:  Ctrl-C (or `{cli} local stop`)", ""]
     return "\n".join(lines)
+
+
+def _archive_lines(outputs: dict[str, object]) -> list[str]:
+    """The archive's bucket and queue; its Glue table and Athena workgroup exist in AWS only."""
+    if "ArchiveBucketName" not in outputs:
+        return []
+    return [
+        f"  archive    s3://{outputs['ArchiveBucketName']}/archive/  "
+        f"(queue {outputs.get('ArchiveQueueUrl')}; Glue table and Athena workgroup: AWS only)"
+    ]
 
 
 def sam_banner(directory: Path, region: str) -> list[str]:

@@ -11,6 +11,20 @@ from pathlib import Path
 
 REGION = "us-east-1"
 
+#: Template parameters the local stack sets unless ``--parameter`` names them. The archiver's
+#: batching window is 60 s in AWS (fewer, larger archive objects); locally a delivery reaches the
+#: archive within seconds, as a demo expects. ``--parameter ArchiverBatchingWindowSeconds=60``
+#: restores the deployed value.
+LOCAL_PARAMETER_DEFAULTS = {"ArchiverBatchingWindowSeconds": "2"}
+
+
+def local_parameters(given: dict[str, str], gateway_url: str) -> dict[str, str]:
+    """The parameter overrides of a local stack: ``given`` (``--parameter``), then
+    :data:`LOCAL_PARAMETER_DEFAULTS` and ``PublicBaseUrl`` = ``gateway_url`` where not given
+    (URL-signing providers - Twilio, Square, HubSpot - sign the URL they call: locally that is
+    the gateway's own http:// URL)."""
+    return {**LOCAL_PARAMETER_DEFAULTS, "PublicBaseUrl": gateway_url, **given}
+
 
 class StackError(Exception):
     """The local stack cannot start (port in use, bad template, a function fails its init)."""

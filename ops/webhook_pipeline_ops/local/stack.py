@@ -51,7 +51,7 @@ from webhook_pipeline_ops.local.functions import (
 from webhook_pipeline_ops.local.http_gateway import Gateway, Route, is_loopback
 from webhook_pipeline_ops.local.moto_clients import FAKE_CREDENTIALS, MotoClients
 from webhook_pipeline_ops.local.moto_server import MotoProcess
-from webhook_pipeline_ops.local.options import Options, StackError
+from webhook_pipeline_ops.local.options import Options, StackError, local_parameters
 from webhook_pipeline_ops.local.outputs import outputs_document, ready_document
 from webhook_pipeline_ops.local.poller import SqsPoller
 from webhook_pipeline_ops.local.provision import provision
@@ -215,10 +215,7 @@ class LocalStack:
     def _provision(self) -> None:
         assert self.clients is not None
         opts = self.options
-        parameters = dict(opts.parameters)
-        # URL-signing providers (Twilio, Square, HubSpot) sign the URL they call: locally that
-        # is this gateway's own http:// URL unless told otherwise.
-        parameters.setdefault("PublicBaseUrl", self.gateway_url)
+        parameters = local_parameters(opts.parameters, self.gateway_url)
         self.stack = stack = provision(
             self.template,
             clients=self.clients,

@@ -8,11 +8,16 @@ answers (a test runs both over one fixture).
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
+import multiprocessing
+import os
+import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any, Protocol
 
 from webhook_pipeline.archive.record import (
@@ -68,13 +73,22 @@ class ArchiveFilter:
     delivery_id_prefix: str | None = None
     where: tuple[BodyPredicate, ...] = ()
 
+    @cached_property
+    def _bounds(self) -> tuple[str | None, str | None]:
+        """The window as ``received_at`` strings (formatted once, not per record)."""
+        return (
+            format_time(self.start) if self.start is not None else None,
+            format_time(self.end) if self.end is not None else None,
+        )
+
     def matches(self, record: ArchiveRecord) -> bool:
         """Whether ``record`` (already deduplicated) is selected."""
         if self.sources and record.source not in self.sources:
             return False
-        if self.start is not None and record.received_at < format_time(self.start):
+        start, end = self._bounds
+        if start is not None and record.received_at < start:
             return False
-        if self.end is not None and record.received_at >= format_time(self.end):
+        if end is not None and record.received_at >= end:
             return False
         if self.event_types and not (
             record.event_type is not None
@@ -156,13 +170,71 @@ def object_keys(s3: Any, bucket: str, source: str, flt: ArchiveFilter) -> Iterat
                 yield key
 
 
+def fetch_object(s3: Any, bucket: str, key: str) -> bytes | LineProblem:
+    """The bytes of one object, or the problem that it is missing or unreadable."""
+    try:
+        data: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except Exception as exc:  # reported by key, never a crash of the reader
+        return LineProblem(key, 0, f"not readable: {type(exc).__name__}")
+    return data
+
+
 def read_object(s3: Any, bucket: str, key: str) -> tuple[list[ArchiveRecord], list[LineProblem]]:
     """The records of one object (a missing or unreadable object is one problem)."""
-    try:
-        data = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except Exception as exc:  # reported by key, never a crash of the reader
-        return [], [LineProblem(key, 0, f"not readable: {type(exc).__name__}")]
+    data = fetch_object(s3, bucket, key)
+    if isinstance(data, LineProblem):
+        return [], [data]
     return decode_object(key, data)
+
+
+def shares_selection(flt: ArchiveFilter, record: ArchiveRecord) -> bool:
+    """The conditions of ``flt`` on what every line of one delivery shares (source, delivery id,
+    body bytes: its identity): a line failing them belongs to a delivery ``flt`` does not select,
+    whichever of its lines :func:`dedupe` keeps, so it can be dropped before deduplicating."""
+    if flt.sources and record.source not in flt.sources:
+        return False
+    if flt.delivery_id_prefix is not None and not record.delivery_id.startswith(
+        flt.delivery_id_prefix
+    ):
+        return False
+    return not flt.where or _body_matches(record, flt.where)
+
+
+def decode_selected(
+    key: str, data: bytes | LineProblem, flt: ArchiveFilter
+) -> tuple[list[ArchiveRecord], list[LineProblem]]:
+    """:func:`decode_object` (every line validated, every problem kept), then only the records
+    that :func:`shares_selection` keeps."""
+    if isinstance(data, LineProblem):
+        return [], [data]
+    records, problems = decode_object(key, data)
+    return [r for r in records if shares_selection(flt, r)], problems
+
+
+def _decode_job(job: tuple[str, bytes | LineProblem, ArchiveFilter]) -> Any:
+    return decode_selected(*job)
+
+
+def _threads() -> int:
+    """Threads of this process, native ones included (Linux), else Python's."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def _process_pool(stack: contextlib.ExitStack, processes: int) -> ProcessPoolExecutor:
+    """A started pool: its workers are forked before the reading threads exist (started by a
+    fork server instead when this process already runs other threads)."""
+    methods = multiprocessing.get_all_start_methods()
+    single = _threads() == 1
+    method = "fork" if single and "fork" in methods else None
+    if method is None and "forkserver" in methods:
+        method = "forkserver"
+    context = multiprocessing.get_context(method)
+    procs = stack.enter_context(ProcessPoolExecutor(max_workers=processes, mp_context=context))
+    procs.submit(int).result()
+    return procs
 
 
 def search(
@@ -171,6 +243,7 @@ def search(
     flt: ArchiveFilter,
     *,
     workers: int = 16,
+    processes: int = 0,
 ) -> SearchResult:
     """Every archived delivery ``flt`` selects, deduplicated (see :mod:`.record`).
 
@@ -182,16 +255,23 @@ def search(
     flt : ArchiveFilter
         What to select.
     workers : int
-        Objects read at once.
+        Objects read at once (threads).
+    processes : int
+        Worker processes that decompress and validate the objects (0 or 1: in this process;
+        more needs ``flt.where`` predicates that pickle). The result is the same.
     """
     sources = list(flt.sources) or list_sources(s3, bucket)
     keys = [key for source in sources for key in object_keys(s3, bucket, source, flt)]
     result = SearchResult(objects_read=len(keys))
     gathered: list[ArchiveRecord] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for records, problems in pool.map(lambda k: read_object(s3, bucket, k), keys):
-            gathered.extend(records)
-            result.problems.extend(problems)
+    with contextlib.ExitStack() as stack:
+        procs = _process_pool(stack, processes) if processes > 1 and keys else None
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, workers)))
+        fetched = pool.map(lambda k: (k, fetch_object(s3, bucket, k), flt), keys)
+        decoded = list((procs.map if procs else map)(_decode_job, fetched))
+    for records, problems in decoded:
+        gathered.extend(records)
+        result.problems.extend(problems)
     result.records = [r for r in dedupe(gathered) if flt.matches(r)]
     return result
 

@@ -1,0 +1,1 @@
+"""The archives operator side: the Athena SQL of a search, running it, the CLIs request."""
