@@ -76,12 +76,19 @@ def s3_client() -> Any:
 
 
 @functools.cache
+def payloads() -> S3PayloadStore:
+    """The payload bucket: claim-check bodies read, and an archive message's body too big for
+    the archive queue put (built on the first use: most envelopes carry their body inline)."""
+    # ``s3_client`` looked up at the first use, not bound now (tests count what it builds).
+    return S3PayloadStore(None, settings.payload_bucket, client_factory=lambda: s3_client())
+
+
+@functools.cache
 def service() -> ProcessorService:
     """The service and its thread pool: built once per container (during the init, below)."""
     return ProcessorService(
         store=DynamoDBDeliveryStore(dynamodb_client(), settings.table_name),
-        # Built on the first claim-checked body: most envelopes carry theirs inline.
-        payloads=S3PayloadStore(None, settings.payload_bucket, client_factory=s3_client),
+        payloads=payloads(),
         hooks=registry,
         executor=ThreadPoolExecutor(
             max_workers=settings.max_workers, thread_name_prefix="processor"
@@ -181,7 +188,9 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     results = service().process_batch(messages) if messages else {}
     # After the records are written, never before; it changes no outcome (docs/archive.md).
     queue = archive_queue()
-    not_archived = archive_batch(messages, results, queue) if queue and messages else {}
+    not_archived = (
+        archive_batch(messages, results, queue, spill=payloads()) if queue and messages else {}
+    )
     failures = []
     for message in messages:
         result = results[message.message_id]

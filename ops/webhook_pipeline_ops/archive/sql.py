@@ -4,8 +4,10 @@ One query gives what :func:`webhook_pipeline.archive.query.search` gives over S3
 of the window (``source IN (...)`` and ``hour BETWEEN`` the window's first and last hour, as
 ``yyyy-MM-dd-HH`` strings, so partition projection reads only those prefixes), one row per
 (source, delivery id, body SHA-256) chosen exactly as :func:`webhook_pipeline.archive.record.dedupe`
-chooses (``ROW_NUMBER()`` ordered by the outcome's rank, from
-:data:`~webhook_pipeline.archive.record.OUTCOME_RANK`, then ``archived_at``), then the filter,
+chooses (``ROW_NUMBER()`` ordered by the verdict's rank, from
+:data:`~webhook_pipeline.archive.record.OUTCOME_RANK`, then ``archived_at``; the verdict is
+:data:`VERDICT`, ``recorded_outcome`` when set, else ``outcome``), then the filter (outcomes
+matched against the verdict),
 in the order of ``dedupe`` (received_at, source, delivery id, body SHA-256).
 
 The ``source`` partition key is projected as ``injected``: Athena requires static equality
@@ -43,6 +45,7 @@ COLUMNS = (
     "body",
     "body_base64",
     "outcome",
+    "recorded_outcome",
     "reason",
     "archived_at",
     "message_id",
@@ -53,6 +56,8 @@ COLUMNS = (
     "batch_count",
 )
 ORDER = "received_at, source, delivery_id, body_sha256"
+#: :attr:`webhook_pipeline.archive.record.ArchiveRecord.verdict` in SQL.
+VERDICT = "coalesce(recorded_outcome, outcome)"
 
 
 def identifier(name: str) -> str:
@@ -61,10 +66,10 @@ def identifier(name: str) -> str:
 
 
 def outcome_rank_sql() -> str:
-    """``CASE outcome WHEN 'applied' THEN 0 ... ELSE n END``: :data:`OUTCOME_RANK` in SQL (an
-    unknown outcome ranks last, as in ``dedupe``)."""
+    """``CASE coalesce(recorded_outcome, outcome) WHEN 'applied' THEN 0 ... ELSE n END``:
+    :data:`OUTCOME_RANK` of the verdict in SQL (an unknown one ranks last, as in ``dedupe``)."""
     whens = " ".join(f"WHEN {sql_string(k)} THEN {v}" for k, v in OUTCOME_RANK.items())
-    return f"CASE outcome {whens} ELSE {len(OUTCOME_RANK)} END"
+    return f"CASE {VERDICT} {whens} ELSE {len(OUTCOME_RANK)} END"
 
 
 def like_pattern(glob: str) -> str:
@@ -125,7 +130,7 @@ def filter_conditions(flt: ArchiveFilter) -> list[str]:
         likes = [_like("event_type", like_pattern(g)) for g in flt.event_types]
         conditions.append("(" + " OR ".join(likes) + ")")
     if flt.outcomes:
-        conditions.append(f"outcome IN ({', '.join(sql_string(o) for o in flt.outcomes)})")
+        conditions.append(f"{VERDICT} IN ({', '.join(sql_string(o) for o in flt.outcomes)})")
     if flt.resource_key is not None:
         conditions.append(f"resource_key = {sql_string(flt.resource_key)}")
     if flt.delivery_id_prefix is not None:

@@ -30,6 +30,11 @@ class SqsArchiveQueue:
     client: SQSClient
     queue_url: str
 
+    def fits(self, body: str) -> bool:
+        """Whether ``body`` (compact JSON) is at most 262,144 bytes as sent (after
+        :func:`~webhook_pipeline.adapters.sqs.sqs_safe_json`'s escapes)."""
+        return entry_size(sqs_safe_json(body), {}) <= BATCH_MAX_BYTES
+
     def send(self, bodies: Sequence[str]) -> dict[int, str]:
         """Send each of ``bodies`` (compact JSON) as one message.
 

@@ -49,6 +49,9 @@ class ArchiveMessage(BaseModel):
         Which receive of that message it was (1 for the first).
     archived_at : str
         When the processor sent it, ``%Y-%m-%dT%H:%M:%S.%fZ`` (UTC).
+    recorded_outcome : {"applied", "stale"} | None
+        For a ``duplicate`` with the recorded copy's bytes: the outcome recorded for the
+        delivery; ``None`` otherwise.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -60,6 +63,7 @@ class ArchiveMessage(BaseModel):
     message_id: str
     receive_count: StrictInt = Field(default=1, ge=1)
     archived_at: str
+    recorded_outcome: Literal["applied", "stale"] | None = None
 
     def to_json(self) -> str:
         """The message body: compact JSON, ``None`` fields left out."""

@@ -52,8 +52,9 @@ class ArchiveFilter:
         Event type globs (``fnmatch``, case-sensitive); a delivery without an event type
         matches none.
     outcomes : tuple[str, ...]
-        Outcomes after deduplication (``applied``, ``stale``, ``duplicate``, ``retry``,
-        ``malformed``, ``bug``).
+        Verdicts after deduplication (``applied``, ``stale``, ``duplicate``, ``retry``,
+        ``malformed``, ``bug``; :attr:`ArchiveRecord.verdict`: a delivery archived only by a
+        redelivery is found by the outcome recorded for it).
     resource_key : str | None
         Exact resource key.
     delivery_id_prefix : str | None
@@ -94,7 +95,7 @@ class ArchiveFilter:
             and any(fnmatch.fnmatchcase(record.event_type, g) for g in self.event_types)
         ):
             return False
-        if self.outcomes and record.outcome not in self.outcomes:
+        if self.outcomes and record.verdict not in self.outcomes:
             return False
         if self.resource_key is not None and record.resource_key != self.resource_key:
             return False

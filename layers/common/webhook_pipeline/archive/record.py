@@ -122,6 +122,9 @@ class ArchiveRecord(BaseModel):
         Base64 of the exact bytes, when they are not UTF-8. Exactly one of the two is set.
     outcome : str
         What the archiving attempt ended in (:data:`OUTCOMES`).
+    recorded_outcome : str | None
+        For a ``duplicate`` with the recorded copy's bytes: the outcome recorded for the
+        delivery (``applied``, ``stale``); :attr:`verdict` is the one searched and kept.
     reason : str | None
         Why it was stale, a duplicate or failed (short, no body content).
     archived_at : str
@@ -157,6 +160,7 @@ class ArchiveRecord(BaseModel):
     body: str | None = None
     body_base64: str | None = None
     outcome: str
+    recorded_outcome: str | None = None
     reason: str | None = None
     archived_at: str
     message_id: str | None = None
@@ -165,6 +169,12 @@ class ArchiveRecord(BaseModel):
     replay_count: StrictInt = 0
     batch_index: StrictInt | None = None
     batch_count: StrictInt | None = None
+
+    @property
+    def verdict(self) -> str:
+        """The delivery's verdict as this line knows it: the recorded outcome of a duplicate
+        with the recorded copy's bytes, else :attr:`outcome`."""
+        return self.recorded_outcome or self.outcome
 
     @staticmethod
     def body_fields(data: bytes) -> dict[str, str]:
@@ -251,12 +261,13 @@ def decode_object(key: str, data: bytes) -> tuple[list[ArchiveRecord], list[Line
 
 
 def _rank(record: ArchiveRecord) -> tuple[int, str]:
-    return (OUTCOME_RANK.get(record.outcome, len(OUTCOME_RANK)), record.archived_at)
+    return (OUTCOME_RANK.get(record.verdict, len(OUTCOME_RANK)), record.archived_at)
 
 
 def dedupe(records: Iterable[ArchiveRecord]) -> Iterator[ArchiveRecord]:
-    """One record per (source, delivery id, body SHA-256): the most final outcome, earliest
-    archived among equals; yielded in order of (received_at, source, delivery_id, body_sha256)."""
+    """One record per (source, delivery id, body SHA-256): the most final verdict
+    (:attr:`ArchiveRecord.verdict`), earliest archived among equals; yielded in order of
+    (received_at, source, delivery_id, body_sha256)."""
     best: dict[tuple[str, str, str], ArchiveRecord] = {}
     for record in records:
         kept = best.get(record.identity)

@@ -11,6 +11,14 @@ under ``bodies/<source>/``, as the processor reads them) and checked against ``b
 one ``PutObject`` under :func:`~webhook_pipeline.archive.record.object_key` (a new random key:
 two writers never overwrite each other).
 
+Memory is bounded whatever the batch: the messages are taken in slices whose bodies (the
+envelopes' ``body_size``) add up to at most ``slice_body_bytes`` (:data:`SLICE_BODY_BYTES`; a
+body larger than that is a slice of its own), each slice's bodies read, written and released
+before the next. Without it, a batch of a thousand claim-check bodies of 1 MiB would hold a
+gigabyte and more at once: the function would run out of memory on every receive, and the whole
+batch, small deliveries included, would end in the ArchiveDLQ. A slice writes its own objects
+(one per source and hour present in it).
+
 Failures are per message, never per batch: a message that is not an archive message, or whose
 body is missing or does not match its SHA-256, fails alone (retried, then the ArchiveDLQ; its id
 is logged, never its body); a group whose ``PutObject`` failed fails its messages only. A crash
@@ -20,7 +28,7 @@ readers deduplicate (:func:`~webhook_pipeline.archive.record.dedupe`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,7 +54,10 @@ from webhook_pipeline.redaction import redact_headers
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-__all__ = ["ArchiveWriter", "QueuedMessage", "WriteReport", "to_record"]
+__all__ = ["SLICE_BODY_BYTES", "ArchiveWriter", "QueuedMessage", "WriteReport", "to_record"]
+
+#: Body bytes one slice of a batch reads and holds at most (a larger body is a slice alone).
+SLICE_BODY_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,7 @@ def to_record(message: ArchiveMessage, body: bytes) -> ArchiveRecord:
         headers=redact_headers(env.headers),
         signed_headers=redact_headers(env.signed_headers),
         outcome=message.outcome,
+        recorded_outcome=message.recorded_outcome,
         reason=message.reason,
         archived_at=message.archived_at,
         message_id=message.message_id,
@@ -125,6 +137,8 @@ class ArchiveWriter:
         other.
     clock : Callable[[], datetime]
         The current UTC time (the objects' key stamps).
+    slice_body_bytes : int
+        The body bytes one slice holds at most (:data:`SLICE_BODY_BYTES`).
     """
 
     def __init__(
@@ -135,12 +149,14 @@ class ArchiveWriter:
         *,
         executor: Executor | None = None,
         clock: Callable[[], datetime] = utcnow,
+        slice_body_bytes: int = SLICE_BODY_BYTES,
     ) -> None:
         self._s3 = s3
         self._bucket = bucket
         self._payloads = payloads
         self._executor = executor
         self._clock = clock
+        self._slice_body_bytes = slice_body_bytes
 
     def _map[T, R](self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         if self._executor is None:
@@ -148,7 +164,8 @@ class ArchiveWriter:
         return list(self._executor.map(fn, items))
 
     def write_batch(self, messages: Sequence[QueuedMessage]) -> WriteReport:
-        """Archive ``messages``: one object per (source, hour of receipt).
+        """Archive ``messages``: one object per (source, hour of receipt) per slice (see the
+        module docstring: most batches are one slice).
 
         Returns
         -------
@@ -158,6 +175,26 @@ class ArchiveWriter:
             or one group's failure.
         """
         report = WriteReport()
+        for part in self._slices(messages):
+            self._write_slice(part, report)
+        return report
+
+    def _slices(self, messages: Sequence[QueuedMessage]) -> Iterator[list[QueuedMessage]]:
+        """``messages`` in order, in slices of at most ``slice_body_bytes`` of bodies."""
+        part: list[QueuedMessage] = []
+        size = 0
+        for message in messages:
+            nbytes = _body_size(message)
+            if part and size + nbytes > self._slice_body_bytes:
+                yield part
+                part, size = [], 0
+            part.append(message)
+            size += nbytes
+        if part:
+            yield part
+
+    def _write_slice(self, messages: Sequence[QueuedMessage], report: WriteReport) -> None:
+        """Build and write one slice's objects, adding to ``report``."""
         built = self._map(self._build, messages)
         groups: dict[tuple[str, str], list[tuple[str, ArchiveRecord]]] = {}
         for message, outcome in zip(messages, built, strict=True):
@@ -178,7 +215,6 @@ class ArchiveWriter:
             report.failed.update(
                 (mid, f"archive put failed: {put.error}") for mid in put.message_ids
             )
-        return report
 
     def _build(self, message: QueuedMessage) -> ArchiveRecord | str:
         """The record of one message, or why it cannot be archived (its id is logged)."""
@@ -210,6 +246,15 @@ class ArchiveWriter:
         except BotoCoreError as exc:
             put.error = type(exc).__name__
         return put
+
+
+def _body_size(message: QueuedMessage) -> int:
+    """The body bytes ``message`` will hold once built: its envelope's ``body_size`` (0 for
+    what is not an archive message: it fails without reading anything)."""
+    try:
+        return ArchiveMessage.from_json(message.body).envelope.body_size
+    except MalformedEnvelopeError:
+        return 0
 
 
 @dataclass

@@ -211,6 +211,9 @@ class RecordResult:
         The exception behind a failed outcome.
     body_mismatch : bool
         A duplicate whose content digest differs from the recorded copy's.
+    recorded_outcome : Outcome | None
+        For a duplicate: the outcome recorded for the delivery (``applied``, ``stale``), when
+        known; ``None`` otherwise.
     """
 
     message_id: str
@@ -220,6 +223,7 @@ class RecordResult:
     hook: str | None = None
     error: Exception | None = None
     body_mismatch: bool = False
+    recorded_outcome: Outcome | None = None
 
     @property
     def acknowledged(self) -> bool:

@@ -303,7 +303,12 @@ class ProcessorService:
         )
         if not hook_due or handler is None:
             return RecordResult(
-                message.message_id, stored.outcome, envelope, reason=reason, body_mismatch=mismatch
+                message.message_id,
+                stored.outcome,
+                envelope,
+                reason=reason,
+                body_mismatch=mismatch,
+                recorded_outcome=stored.stored_outcome,
             )
         return self._run_hook(
             message, envelope, body, handler, stored, reason=reason, mismatch=mismatch
@@ -371,7 +376,13 @@ class ProcessorService:
                 extra={"source": envelope.source, "delivery_id": envelope.delivery_id},
             )
         return RecordResult(
-            mid, stored.outcome, envelope, reason=reason, hook="ran", body_mismatch=mismatch
+            mid,
+            stored.outcome,
+            envelope,
+            reason=reason,
+            hook="ran",
+            body_mismatch=mismatch,
+            recorded_outcome=stored.stored_outcome,
         )
 
 
