@@ -51,6 +51,7 @@ class Harness:
         create_deliveries_table(self.client, TABLE)
         boto3.client("s3").create_bucket(Bucket=BUCKET)
         self.calls: list[tuple[str, int | None, str]] = []
+        self.superseded: dict[tuple[str, int | None], int | None] = {}
         self.failing: set[tuple[str, int | None]] = set()
         self.during: Callable[[HookEvent], None] | None = None
         self.hooks = HookRegistry()
@@ -59,6 +60,7 @@ class Harness:
 
     def hook(self, event: HookEvent) -> object:
         self.calls.append((event.delivery_id, event.replay_generation, event.idempotency_key))
+        self.superseded[(event.delivery_id, event.replay_generation)] = event.superseded_by
         if (event.delivery_id, event.replay_generation) in self.failing:
             raise RuntimeError("hook bug")
         if self.during is not None:
@@ -190,6 +192,23 @@ def test_reprocessing_never_writes_a_record_or_a_watermark(h: Harness) -> None:
     newest = h.run(again("r5", "evt_new", seq=5))
     assert newest["r5"].outcome is Outcome.REPROCESSED
     assert {**h.items("RESOURCE#"), **h.items("DELIVERY#")} == before
+
+
+def test_an_overtaken_event_is_reprocessed_as_superseded_never_as_the_latest(h: Harness) -> None:
+    # Given cus_1 at watermark 5 (evt_old at 1, evt_new at 5), and evt_other of no resource
+    h.run(first("a1", "evt_old", seq=1), first("a5", "evt_new", seq=5))
+    h.run(first("ao", "evt_other", res=None, seq=None))
+    assert set(h.superseded.values()) == {None}  # a first run is never superseded
+    # When all three are reprocessed
+    h.run(again("r1", "evt_old", seq=1), again("r5", "evt_new", seq=5))
+    h.run(again("ro", "evt_other", res=None, seq=None))
+    # Then the older one's hook is told the resource moved on to 5; the latest and the
+    # unordered one are not superseded
+    assert {k: v for k, v in h.superseded.items() if k[1] == 1} == {
+        ("evt_old", 1): 5,
+        ("evt_new", 1): None,
+        ("evt_other", 1): None,
+    }
 
 
 def test_a_reprocess_in_a_coalesced_batch_stays_out_of_the_group_write(h: Harness) -> None:

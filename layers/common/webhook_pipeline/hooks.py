@@ -35,7 +35,11 @@ Semantics
   it happens once more per generation, not once more per copy. Nothing is recorded and no
   watermark moves; a stale or unrecorded delivery, or one whose first hook is still pending, is
   ``skipped`` and its hook does not run. Effects commit with the generation's mark, on the
-  condition that the mark does not exist yet: exactly once in effect per generation.
+  condition that the mark does not exist yet: exactly once in effect per generation. An event
+  applied in its time and overtaken since (its resource's watermark is now newer) is never
+  presented as the resource's latest: ``event.superseded_by`` carries the newer watermark, so a
+  hook that writes a resource's current state from its events skips it, and one that records
+  each event (a ledger, a notification after a fix) runs for it.
 * A hook that raises makes the record a ``retry`` (reported in ``batchItemFailures``), whatever
   it raises (``SystemExit`` and other ``BaseException`` too): the other records of the batch
   are unaffected. Only ``KeyboardInterrupt`` passes through, as the process being stopped. The
@@ -96,6 +100,11 @@ class HookEvent:
     replay_generation : int | None
         The replay generation (>= 1) when a reprocess runs the hook again; ``None`` on the
         delivery's first run (and its retries).
+    superseded_by : int | None
+        For a reprocess of an event of an ordered resource: the resource's watermark (a newer
+        sequence) when it has moved past ``sequence`` since the event was applied, read just
+        before the hook runs; ``None`` when the event is still the resource's latest, and always
+        on a first run (an applied first run is never older than its watermark).
     """
 
     source: str
@@ -107,6 +116,7 @@ class HookEvent:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     replay_generation: int | None = None
+    superseded_by: int | None = None
 
     @property
     def idempotency_key(self) -> str:

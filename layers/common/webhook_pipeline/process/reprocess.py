@@ -36,8 +36,14 @@ from webhook_pipeline.process.model import (
 from webhook_pipeline.process.ports import DeliveryStore, PayloadReader
 
 
-def hook_event(envelope: Envelope, body: bytes, generation: int | None = None) -> HookEvent:
-    """The event a hook receives for ``envelope`` (``generation``: a reprocess's, else None)."""
+def hook_event(
+    envelope: Envelope,
+    body: bytes,
+    generation: int | None = None,
+    superseded_by: int | None = None,
+) -> HookEvent:
+    """The event a hook receives for ``envelope`` (``generation`` and ``superseded_by``: a
+    reprocess's, else None)."""
     return HookEvent(
         source=envelope.source,
         delivery_id=envelope.delivery_id,
@@ -48,6 +54,7 @@ def hook_event(envelope: Envelope, body: bytes, generation: int | None = None) -
         headers=dict(envelope.headers),
         body=body,
         replay_generation=generation,
+        superseded_by=superseded_by,
     )
 
 
@@ -119,10 +126,24 @@ class Reprocessor:
             return RecordResult(mid, Outcome.MALFORMED, envelope, reason=str(exc), error=exc)
         except TransientError as exc:
             return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
-        returned = call_hook(handler, hook_event(envelope, body, generation))
+        try:
+            newer = self._superseded_by(envelope)
+        except TransientError as exc:
+            return RecordResult(mid, Outcome.RETRY, envelope, reason=str(exc), error=exc)
+        except StoreBugError as exc:
+            return RecordResult(mid, Outcome.BUG, envelope, reason=str(exc), error=exc)
+        returned = call_hook(handler, hook_event(envelope, body, generation, newer))
         if isinstance(returned, HookError):
             return _failed(mid, envelope, returned)
         return self._commit(mid, envelope, state, returned)
+
+    def _superseded_by(self, envelope: Envelope) -> int | None:
+        """The resource's watermark when it is newer than the event's sequence, else ``None``
+        (no resource key: nothing to supersede it)."""
+        if envelope.resource_key is None or envelope.sequence is None:
+            return None
+        watermark = self._store.read_watermark(envelope.source, envelope.resource_key)
+        return watermark if watermark is not None and watermark > envelope.sequence else None
 
     def _commit(
         self, mid: str, envelope: Envelope, state: ReprocessState, returned: object
