@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from webhook_pipeline_ops.chaos.archive_leg import drain
+from webhook_pipeline_ops.chaos.archive_leg import prove as prove_archive
 from webhook_pipeline_ops.chaos.faults import (
     FAULT_KINDS,
     ScheduledFault,
@@ -44,6 +46,7 @@ from webhook_pipeline_ops.chaos.faults import (
 )
 from webhook_pipeline_ops.chaos.reconcile import Reconciliation, reconcile
 from webhook_pipeline_ops.chaos.report import (
+    archive_examples,
     failure_reasons,
     machine_section,
     not_injected,
@@ -53,7 +56,7 @@ from webhook_pipeline_ops.chaos.report import (
 )
 from webhook_pipeline_ops.chaos.run import Run
 from webhook_pipeline_ops.chaos.stack import ROOT, local_stack
-from webhook_pipeline_ops.chaos.traffic import DEFAULT_SOURCES, sender_summary
+from webhook_pipeline_ops.chaos.traffic import DEFAULT_SOURCES, Copy, sender_summary
 
 
 def register(subparsers: Any) -> None:
@@ -105,6 +108,21 @@ def register(subparsers: Any) -> None:
         default=0.3,
         help="share of TransactWriteItems/SendMessage throttled by aws-throttle (0.3)",
     )
+    p.add_argument(
+        "--archive-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the archive queue to empty after the settle (120)",
+    )
+    p.add_argument(
+        "--reprocess-deliveries",
+        type=int,
+        default=300,
+        help="archived deliveries in the reprocess leg's window (300; 0: no reprocess leg)",
+    )
+    p.add_argument(
+        "--reprocess-rate", type=float, default=100.0, help="the reprocess job's --rate (100)"
+    )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "chaos.json"))
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
@@ -129,6 +147,13 @@ def _usage_error(args: argparse.Namespace, kinds: list[str]) -> str | None:
     return None
 
 
+def _write_sender_log(path: Path, copies: list[Copy]) -> None:
+    """One JSON line per copy of the sender's log."""
+    with path.open("w") as log:
+        for c in copies:
+            log.write(json.dumps(c.as_dict()) + "\n")
+
+
 def _prove(
     args: argparse.Namespace, kinds: list[str], schedule: list[ScheduledFault]
 ) -> tuple[dict[str, Any], Reconciliation]:
@@ -150,6 +175,7 @@ def _prove(
         chaos.traffic_over.set()
         faults.join()
         settle_seconds, queue_left = chaos.settle()
+        drained = drain(chaos, chaos.outputs["ArchiveQueueUrl"], args.archive_timeout)
         control = chaos.negative_control(copies)
         items = chaos.table_items()
         dlq = chaos.dlq_entries()
@@ -157,9 +183,8 @@ def _prove(
         rec = reconcile(
             copies, items, [d for d in dlq if (d.get("source"), d.get("delivery_id")) not in poison]
         )
-        with (state / "chaos-sender.jsonl").open("w") as log:
-            for c in copies:
-                log.write(json.dumps(c.as_dict()) + "\n")
+        archive = prove_archive(chaos, copies, items, poison, drained)
+        _write_sender_log(state / "chaos-sender.jsonl", copies)
         report = {
             "command": "webhook-pipeline chaos "
             + " ".join(sys.argv[2:] if sys.argv[1:2] == ["chaos"] else []),
@@ -181,6 +206,7 @@ def _prove(
             "queue_at_end": queue_left,
             "negative_control": control,
             "reconciliation": rec.as_dict(),
+            "archive": archive,
             "sender_log": str(state / "chaos-sender.jsonl"),
         }
     return report, rec
@@ -210,13 +236,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(report))
         print(f"\nreport: {out}")
-    lost = report["poison"]["not_recorded_nor_in_dlq"]
-    failed = rec.failed() or bool(lost) or report["settle_seconds"] is None
+    why = failure_reasons(report, args.settle_timeout)
+    failed = rec.failed() or bool(why)
     if failed:
-        why = failure_reasons(report, args.settle_timeout)
         print(
             f"webhook-pipeline chaos: the proof FAILED: {', '.join(why)}; examples: "
-            f"{json.dumps(rec.examples)}",
+            f"{json.dumps(rec.examples | archive_examples(report))}",
             file=sys.stderr,
         )
     return 1 if failed else 0
