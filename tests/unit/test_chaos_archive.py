@@ -28,7 +28,12 @@ from webhook_pipeline_ops.chaos.archive_checks import (
 )
 from webhook_pipeline_ops.chaos.archive_leg import pick_window
 from webhook_pipeline_ops.chaos.reconcile import reconcile
-from webhook_pipeline_ops.chaos.report import archive_failures, failure_reasons, render
+from webhook_pipeline_ops.chaos.report import (
+    archive_failures,
+    archive_rows,
+    failure_reasons,
+    render,
+)
 from webhook_pipeline_ops.chaos.traffic import AttemptLog, Copy
 
 
@@ -367,6 +372,14 @@ def leg(**findings: Any) -> dict[str, Any]:
 def test_each_archive_finding_fails_the_proof(finding: str) -> None:
     assert archive_failures(leg()) == []
     assert archive_failures(leg(**{finding: 1})) == [finding]
+
+
+def test_the_jobs_own_skip_reasons_do_not_switch_the_leg_off() -> None:
+    """A job that skipped stale deliveries still has its findings checked."""
+    found = leg(reprocess_twice=1, last_run={"skipped": {"stale": 7}})
+    assert archive_failures(found) == ["reprocess_twice"]
+    assert "REPROCESS TWICE" in "\n".join(str(k) for k, _ in archive_rows(found))
+    assert archive_failures(leg() | {"reprocess": {"not_run": "--reprocess-deliveries 0"}}) == []
 
 
 def test_an_incomplete_job_or_an_undrained_queue_fails_the_proof() -> None:

@@ -224,7 +224,7 @@ def reprocess(
 
     picked = pick_window(records, run.args.reprocess_deliveries)
     if run.args.reprocess_deliveries <= 0 or picked is None:
-        return {"skipped": "--reprocess-deliveries 0 or nothing archived"}
+        return {"not_run": "--reprocess-deliveries 0 or nothing archived"}
     start, end, window = picked
     job = f"chaos-{run.args.seed}-{int(time.time())}"
     kills = random.Random(run.args.seed + 3).randint(2, 3)  # noqa: S311
@@ -240,8 +240,7 @@ def reprocess(
         "kills": ran["kills"],
         "runs": ran["runs"],
         "status": report.get("status"),
-        "sent": report.get("sent"),
-        "skipped": report.get("skipped"),
+        "last_run": {k: report.get(k) for k in ("resumed_from", "sent", "skipped", "failed")},
         "failed": report.get("failed"),
         "settle_seconds": settled,
         "queue_at_end": left,

@@ -81,8 +81,8 @@ def archive_rows(archive: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
         ("archive corrupt", archive["archive_corrupt"]),
     ]
     rep = archive.get("reprocess") or {}
-    if "skipped" in rep or not rep:
-        return [*rows, ("reprocess leg", rep.get("skipped", "not run"))]
+    if "not_run" in rep or not rep:
+        return [*rows, ("reprocess leg", rep.get("not_run", "not run"))]
     kills = sum(1 for k in rep["kills"] if k.get("killed_at_cursor") is not None)
     return [
         *rows,
@@ -121,7 +121,7 @@ def archive_failures(archive: Mapping[str, Any] | None) -> list[str]:
     if archive.get("queue_drained_seconds") is None:
         why.append(f"archive queue not drained: {archive.get('queue_at_end')}")
     rep = archive.get("reprocess") or {}
-    if "skipped" in rep:
+    if "not_run" in rep:
         return why
     why += [k for k in REPROCESS_VERDICTS if rep.get(k) != 0]
     if rep.get("status") != "complete" or rep.get("failed"):
