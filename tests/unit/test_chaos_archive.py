@@ -337,6 +337,7 @@ def leg(**findings: Any) -> dict[str, Any]:
         "kills": [{"killed_at_cursor": 3}, {"killed_at_cursor": None}],
         "runs": 3,
         "settle_seconds": 3.0,
+        "last_run": {"sent": 2, "skipped": {}},
         "reprocess_missing": 0,
         "reprocess_twice": 0,
         "reprocess_outside_window": 0,

@@ -108,6 +108,14 @@ def register(subparsers: Any) -> None:
         default=0.3,
         help="share of TransactWriteItems/SendMessage throttled by aws-throttle (0.3)",
     )
+    _archive_options(p)
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "chaos.json"))
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+
+
+def _archive_options(p: argparse.ArgumentParser) -> None:
+    """The archive leg's options."""
     p.add_argument(
         "--archive-timeout",
         type=float,
@@ -123,9 +131,6 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--reprocess-rate", type=float, default=100.0, help="the reprocess job's --rate (100)"
     )
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "chaos.json"))
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=run)
 
 
 def _usage_error(args: argparse.Namespace, kinds: list[str]) -> str | None:
