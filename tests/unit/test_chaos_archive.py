@@ -334,7 +334,7 @@ def leg(**findings: Any) -> dict[str, Any]:
         "generation": 1,
         "status": "complete",
         "failed": [],
-        "kills": [{"killed_at_cursor": 3}, {"killed_at_cursor": None}],
+        "kills": [{"cursor_seen": 3}, {"cursor_seen": None}],
         "runs": 3,
         "settle_seconds": 3.0,
         "last_run": {"sent": 2, "skipped": {}},

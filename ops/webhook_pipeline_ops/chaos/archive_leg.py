@@ -138,18 +138,23 @@ def _start(run: Run, argv: list[str]) -> subprocess.Popen[str]:
     )
 
 
-def _kill_at(run: Run, process: subprocess.Popen[str], job: str, cursor: int) -> dict[str, Any]:
-    """SIGKILL ``process`` by PID once the job's cursor reaches ``cursor`` (or let it end)."""
+def _kill_at(
+    run: Run, process: subprocess.Popen[str], job: str, cursor: int, delay: float
+) -> dict[str, Any]:
+    """SIGKILL ``process`` by PID ``delay`` s after the job's checkpointed cursor reaches
+    ``cursor`` (so the kill lands inside a chunk being sent, not only at a checkpoint), or let
+    it end."""
     deadline = time.monotonic() + 300
     while process.poll() is None and time.monotonic() < deadline:
         seen, _status = _job_cursor(run, job)
         if seen >= cursor:
+            time.sleep(delay)
             process.kill()  # SIGKILL to this PID
             process.communicate()
-            return {"pid": process.pid, "killed_at_cursor": seen, "target": cursor}
+            return {"pid": process.pid, "cursor_seen": seen, "target": cursor, "delay": delay}
         time.sleep(0.05)
     process.communicate()
-    return {"pid": process.pid, "killed_at_cursor": None, "target": cursor, "ended": True}
+    return {"pid": process.pid, "cursor_seen": None, "target": cursor, "ended": True}
 
 
 def run_job(run: Run, window: tuple[str, str], job: str, total: int, kills: int) -> dict[str, Any]:
@@ -164,7 +169,8 @@ def run_job(run: Run, window: tuple[str, str], job: str, total: int, kills: int)
     targets = sorted(rng.sample(range(1, span + 1), min(kills, span)))
     killed: list[dict[str, Any]] = []
     for target in targets:
-        killed.append(_kill_at(run, _start(run, argv), job, target))
+        delay = round(rng.uniform(0.0, 0.3), 3)
+        killed.append(_kill_at(run, _start(run, argv), job, target, delay))
         _log(run, f"reprocess job {job}: {killed[-1]}")
     report: dict[str, Any] = {}
     code, runs = 1, len(targets)

@@ -83,7 +83,7 @@ def archive_rows(archive: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
     rep = archive.get("reprocess") or {}
     if "not_run" in rep or not rep:
         return [*rows, ("reprocess leg", rep.get("not_run", "not run"))]
-    kills = sum(1 for k in rep["kills"] if k.get("killed_at_cursor") is not None)
+    kills = sum(1 for k in rep["kills"] if k.get("cursor_seen") is not None)
     return [
         *rows,
         (
