@@ -334,7 +334,7 @@ def leg(**findings: Any) -> dict[str, Any]:
         "generation": 1,
         "status": "complete",
         "failed": [],
-        "kills": [{"cursor_seen": 3}, {"cursor_seen": None}],
+        "kills": [{"cursor_seen": 3, "status_after": "running"}, {"cursor_seen": None}],
         "runs": 3,
         "settle_seconds": 3.0,
         "last_run": {"sent": 2, "skipped": {}},
@@ -404,5 +404,5 @@ def test_the_report_prints_the_archive_figures_and_fails_on_them() -> None:
     }
     text = render(report)
     assert "ARCHIVE MISSING" in text and "REPROCESS TWICE" in text
-    assert "1 killed, 3 runs" in text
+    assert "1 killed (1 mid-job), 3 runs" in text
     assert failure_reasons(report, 60) == ["archive_missing"]

@@ -151,22 +151,30 @@ def _kill_at(
             time.sleep(delay)
             process.kill()  # SIGKILL to this PID
             process.communicate()
-            return {"pid": process.pid, "cursor_seen": seen, "target": cursor, "delay": delay}
+            after, status = _job_cursor(run, job)
+            return {
+                "pid": process.pid,
+                "cursor_seen": seen,
+                "target": cursor,
+                "delay": delay,
+                "cursor_after": after,
+                "status_after": status,
+            }
         time.sleep(0.05)
     process.communicate()
     return {"pid": process.pid, "cursor_seen": None, "target": cursor, "ended": True}
 
 
 def run_job(run: Run, window: tuple[str, str], job: str, total: int, kills: int) -> dict[str, Any]:
-    """Run the reprocess job of ``window``, SIGKILLed ``kills`` times at seeded cursors in
-    ``(0, total)``, then again with the same ``--job`` until its report says complete:
+    """Run the reprocess job of ``window``, SIGKILLed ``kills`` times at seeded cursors in the
+    first 70 % of ``total``, then again with the same ``--job`` until its report says complete:
     ``{"kills": [...], "runs": n, "report": the last JSON report, "exit_code": n}``."""
     rng = random.Random(run.args.seed + 2)  # noqa: S311 - kill points
     argv = ["replay", "--local", "--from-archive", "--mode", "reprocess", "--job", job]
     argv += ["--from", window[0], "--to", window[1], "--rate", str(run.args.reprocess_rate)]
     argv += ["--json", "--no-progress"]
-    span = max(total - 1, 1)
-    targets = sorted(rng.sample(range(1, span + 1), min(kills, span)))
+    points = range(1, max(2, int(total * 0.7)))  # room left for the kill to land mid-job
+    targets = sorted(rng.sample(points, min(kills, len(points))))
     killed: list[dict[str, Any]] = []
     for target in targets:
         delay = round(rng.uniform(0.0, 0.3), 3)

@@ -84,6 +84,7 @@ def archive_rows(archive: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
     if "not_run" in rep or not rep:
         return [*rows, ("reprocess leg", rep.get("not_run", "not run"))]
     kills = sum(1 for k in rep["kills"] if k.get("cursor_seen") is not None)
+    mid_job = sum(1 for k in rep["kills"] if k.get("status_after") == "running")
     return [
         *rows,
         (
@@ -92,7 +93,8 @@ def archive_rows(archive: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
         ),
         (
             "reprocess job (generation, status, SIGKILLs, runs)",
-            f"g{rep['generation']}, {rep['status']}, {kills} killed, {rep['runs']} runs",
+            f"g{rep['generation']}, {rep['status']}, {kills} killed ({mid_job} mid-job), "
+            f"{rep['runs']} runs",
         ),
         ("REPROCESS MISSING", rep["reprocess_missing"]),
         ("REPROCESS TWICE", rep["reprocess_twice"]),
