@@ -9,11 +9,16 @@ delivery with backoff. While traffic flows, the faults of ``--faults`` are injec
 points of it (``--seed``), each logged with its kind and time. After the traffic, the run waits
 until the main queue is empty (the settle time), reads the deliveries table and the DLQ and
 reconciles them with the sender's own log (:mod:`webhook_pipeline_ops.chaos.reconcile`).
+Then the archive leg (:mod:`webhook_pipeline_ops.chaos.archive_leg`): once the archive queue is
+empty, the archive must hold every accepted delivery's bytes exactly; a reprocess job over a
+window of ``--reprocess-deliveries`` archived deliveries, SIGKILLed 2-3 times and resumed, must
+run each due hook exactly once more and move no watermark.
 
 Prints a table, writes the report (``--out``, default ``bench/results/chaos.json``) and the
 sender's log (``chaos-sender.jsonl`` in the state folder). Exit codes: 0 the proof holds;
-1 lost, double-applied, out-of-order applied, a wrong final watermark or a 4xx recorded is not
-0 (or the queue did not settle); 2 usage error.
+1 lost, double-applied, out-of-order applied, a wrong final watermark, a 4xx recorded or a
+finding of the archive leg is not 0 (or a queue did not settle, or the reprocess job did not
+complete); 2 usage error.
 
 Against a running stack (``--state-dir`` with a live ``ready`` file), the redis-server that
 ``redis-kill`` restarts on the stack's Redis port is this command's child and stops with it:
@@ -21,7 +26,8 @@ restart the stack afterwards.
 
 Test-only switch: ``WEBHOOK_PIPELINE_CHAOS_NEGATIVE_CONTROL=delete-record`` deletes one
 acknowledged delivery's record once the queue has settled (a simulated loss): the
-reconciliation must then report lost = 1 and exit 1.
+reconciliation must then report lost = 1 and exit 1. ``...=delete-archive-record`` removes one
+acknowledged delivery's only archived line: archive_missing = 1 and exit 1.
 """
 
 from __future__ import annotations
