@@ -9,6 +9,8 @@ the deliveries table (``TABLE_NAME``)::
 
     pk = "LEDGER#<source>#<delivery id>"   sk = <uuid4 hex>
     type = "ledger", source, delivery_id, at (ISO 8601 UTC), expires_at (epoch seconds, 1 day)
+    generation, idempotency_key   only on a reprocess's run (``event.replay_generation`` set):
+                                  the generation (a number) and ``<source>:<id>:g<generation>``
 
 Nothing is ever overwritten, and each item is the hook's :class:`~webhook_pipeline.hooks.Effects`,
 committed with the hook's done mark in one transaction: ``len(entries(source, id))`` is the number
@@ -56,20 +58,24 @@ def append_entry(event: HookEvent) -> Effects:
     """
     fail_if_switched(event)
     now = datetime.now(UTC)
+    item: dict[str, Any] = {
+        "pk": {"S": ledger_pk(event.source, event.delivery_id)},
+        "sk": {"S": uuid.uuid4().hex},
+        "type": {"S": "ledger"},
+        "source": {"S": event.source},
+        "delivery_id": {"S": event.delivery_id},
+        "at": {"S": now.isoformat()},
+        "expires_at": {"N": str(int((now + LEDGER_TTL).timestamp()))},
+    }
+    if event.replay_generation is not None:
+        item["generation"] = {"N": str(event.replay_generation)}
+        item["idempotency_key"] = {"S": event.idempotency_key}
     return Effects(
         (
             {
                 "Put": {
                     "TableName": os.environ["TABLE_NAME"],
-                    "Item": {
-                        "pk": {"S": ledger_pk(event.source, event.delivery_id)},
-                        "sk": {"S": uuid.uuid4().hex},
-                        "type": {"S": "ledger"},
-                        "source": {"S": event.source},
-                        "delivery_id": {"S": event.delivery_id},
-                        "at": {"S": now.isoformat()},
-                        "expires_at": {"N": str(int((now + LEDGER_TTL).timestamp()))},
-                    },
+                    "Item": item,
                     "ConditionExpression": "attribute_not_exists(pk)",
                 }
             },

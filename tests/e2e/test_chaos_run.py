@@ -70,6 +70,14 @@ def test_a_short_chaos_run_loses_nothing(tmp_path: Path) -> None:
     assert report["poison"] == {"sent": 3, "not_recorded_nor_in_dlq": []}
     assert report["replayed"] >= 3
     assert report["settle_seconds"] is not None
+    # The archive leg: every accepted delivery archived exactly, and a reprocess job killed and
+    # resumed ran each due hook once more.
+    archive = report["archive"]
+    assert (archive["archive_missing"], archive["archive_unexpected"]) == (0, 0)
+    assert archive["archive_corrupt"] == 0 and archive["deliveries"] >= rec["acknowledged"]
+    again = archive["reprocess"]
+    assert again["status"] == "complete" and again["due"] > 0 and again["entries"] == again["due"]
+    assert again["runs"] >= 2 and again["kills"]
 
 
 def test_the_faults_made_through_the_stacks_switches_are_injected_and_absorbed(
@@ -117,3 +125,26 @@ def test_the_negative_control_makes_the_proof_fail(tmp_path: Path) -> None:
     assert report["reconciliation"]["lost"] == 1
     assert report["reconciliation"]["examples"]["lost"] == [deleted]
     assert "the proof FAILED: lost" in output
+
+
+def test_the_archive_negative_control_makes_the_proof_fail(tmp_path: Path) -> None:
+    code, report, output = chaos(
+        tmp_path,
+        "--count",
+        "60",
+        "--seed",
+        "12",
+        "--faults",
+        "none",
+        "--reprocess-deliveries",
+        "20",
+        env={"WEBHOOK_PIPELINE_CHAOS_NEGATIVE_CONTROL": "delete-archive-record"},
+    )
+    assert code == 1, output[-4000:]
+    deleted = report["negative_control"]["deleted"]
+    assert deleted
+    assert report["reconciliation"]["lost"] == 0
+    assert report["archive"]["archive_missing"] == 1
+    assert report["archive"]["examples"]["archive_missing"] == [deleted]
+    assert report["archive"]["archive_unexpected"] == 0
+    assert "the proof FAILED: archive_missing" in output

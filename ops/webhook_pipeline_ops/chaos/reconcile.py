@@ -122,9 +122,10 @@ def ledger_key(item: Mapping[str, Any]) -> Key | None:
     """The (source, delivery id) a hook ledger item counts, or ``None`` for other items.
 
     Tolerant of the ledger's layout: an item is a ledger item when ``type`` is ``ledger`` or
-    ``pk`` starts with ``LEDGER#``; its delivery comes from its ``source`` and ``delivery_id``
-    attributes when present, else from ``pk`` as ``LEDGER#<source>#<delivery id>`` (source names
-    contain no ``#``; the delivery id is the rest).
+    ``pk`` starts with ``LEDGER#`` (a first run's or a reprocess's: :func:`is_first_run`); its
+    delivery comes from its ``source`` and ``delivery_id`` attributes when present, else from
+    ``pk`` as ``LEDGER#<source>#<delivery id>`` (source names contain no ``#``; the delivery id
+    is the rest).
     """
     pk = str(item.get("pk", ""))
     if item.get("type") != "ledger" and not pk.startswith("LEDGER#"):
@@ -136,6 +137,12 @@ def ledger_key(item: Mapping[str, Any]) -> Key | None:
     if len(parts) == 3:
         return parts[1], parts[2]
     return None
+
+
+def is_first_run(item: Mapping[str, Any]) -> bool:
+    """Whether a ledger item is of a first run of the hook: a reprocess's run carries its
+    ``generation`` (:mod:`webhook_pipeline_ops.ledger`) and is counted by the archive leg."""
+    return item.get("generation") is None
 
 
 def _number(value: Any) -> int | None:
@@ -164,7 +171,7 @@ def gather(
             ev.records[(str(item.get("source")), str(item.get("delivery_id")))] = item
         elif pk.startswith("RESOURCE#"):
             ev.resources[(str(item.get("source")), str(item.get("resource_key")))] = item
-        elif (key := ledger_key(item)) is not None:
+        elif (key := ledger_key(item)) is not None and is_first_run(item):
             ev.ledger[key] += 1
             rec.ledger_items += 1
     for entry in dlq:

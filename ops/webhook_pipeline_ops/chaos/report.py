@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from webhook_pipeline_ops.chaos.archive_checks import ARCHIVE_VERDICTS, REPROCESS_VERDICTS
 from webhook_pipeline_ops.chaos.faults import FAULT_DESCRIPTIONS, NOT_INJECTED
 
 
@@ -47,6 +48,7 @@ def render(report: Mapping[str, Any]) -> str:
         ("hooks still pending after settle", r["hooks_pending"]),
         ("hooks parked in the DLQ (a replay runs them)", r.get("hooks_parked_in_dlq", 0)),
     ]
+    rows += archive_rows(report.get("archive"))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines.append("")
@@ -62,6 +64,73 @@ def render(report: Mapping[str, Any]) -> str:
     for kind, why in report.get("not_injected", {}).items():
         lines.append(f"  {'-':>8}    {kind:<{kind_width}} NOT injected  {why}")
     return "\n".join(lines)
+
+
+def archive_rows(archive: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    """The archive leg's rows of the figures table (none for a report without one)."""
+    if not archive:
+        return []
+    rows: list[tuple[str, Any]] = [
+        (
+            "archived (identities / deliveries / objects)",
+            f"{archive['identities']} / {archive['deliveries']} / {archive['objects_read']}",
+        ),
+        ("archive queue drained (s)", archive.get("queue_drained_seconds")),
+        ("ARCHIVE MISSING", archive["archive_missing"]),
+        ("archive unexpected", archive["archive_unexpected"]),
+        ("archive corrupt", archive["archive_corrupt"]),
+    ]
+    rep = archive.get("reprocess") or {}
+    if "not_run" in rep or not rep:
+        return [*rows, ("reprocess leg", rep.get("not_run", "not run"))]
+    kills = sum(1 for k in rep["kills"] if k.get("cursor_seen") is not None)
+    mid_job = sum(1 for k in rep["kills"] if k.get("status_after") == "running")
+    return [
+        *rows,
+        (
+            "reprocess (archived in window / due / entries)",
+            f"{rep['archived_in_window']} / {rep.get('due')} / {rep.get('entries')}",
+        ),
+        (
+            "reprocess job (generation, status, SIGKILLs, runs)",
+            f"g{rep['generation']}, {rep['status']}, {kills} killed ({mid_job} mid-job), "
+            f"{rep['runs']} runs",
+        ),
+        ("REPROCESS MISSING", rep["reprocess_missing"]),
+        ("REPROCESS TWICE", rep["reprocess_twice"]),
+        ("reprocess outside the window", rep["reprocess_outside_window"]),
+        ("watermark moved by the reprocess", rep["watermark_moved"]),
+    ]
+
+
+def archive_examples(report: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The archive leg's examples of each finding (empty without an archive leg)."""
+    archive = report.get("archive") or {}
+    reprocess = archive.get("reprocess") or {}
+    return {
+        k: v
+        for k, v in {**archive.get("examples", {}), **reprocess.get("examples", {})}.items()
+        if v
+    }
+
+
+def archive_failures(archive: Mapping[str, Any] | None) -> list[str]:
+    """The archive leg's failing findings (see :data:`ARCHIVE_VERDICTS`,
+    :data:`REPROCESS_VERDICTS`), a queue that did not drain and a job that did not complete."""
+    if not archive:
+        return []
+    why = [k for k in ARCHIVE_VERDICTS if archive[k] != 0]
+    if archive.get("queue_drained_seconds") is None:
+        why.append(f"archive queue not drained: {archive.get('queue_at_end')}")
+    rep = archive.get("reprocess") or {}
+    if "not_run" in rep:
+        return why
+    why += [k for k in REPROCESS_VERDICTS if rep.get(k) != 0]
+    if rep.get("status") != "complete" or rep.get("failed"):
+        why.append(f"reprocess job {rep.get('status')}: failed {rep.get('failed')}")
+    if rep.get("settle_seconds") is None:
+        why.append(f"queue not settled after the reprocess: {rep.get('queue_at_end')}")
+    return why
 
 
 def stack_section(state: Path, ready: Mapping[str, Any], started_here: bool) -> dict[str, Any]:
@@ -124,7 +193,7 @@ VERDICTS = (
 def failure_reasons(report: Mapping[str, Any], settle_timeout: float) -> list[str]:
     """Why the proof failed (empty: it holds): each failing finding of the reconciliation, a
     queue that did not settle within ``settle_timeout`` s, poison neither recorded nor in the
-    DLQ."""
+    DLQ, and the archive leg's (:func:`archive_failures`)."""
     rec = report["reconciliation"]
     why = [k for k in VERDICTS if rec[k] not in (0, "not measured")]
     if report["settle_seconds"] is None:
@@ -132,4 +201,4 @@ def failure_reasons(report: Mapping[str, Any], settle_timeout: float) -> list[st
     lost = report["poison"]["not_recorded_nor_in_dlq"]
     if lost:
         why.append(f"poison not recorded nor in the DLQ: {lost}")
-    return why
+    return why + archive_failures(report.get("archive"))

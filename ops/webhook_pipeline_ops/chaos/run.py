@@ -9,6 +9,7 @@ reaches them, waits for the main queue to settle and reads the deliveries table 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -21,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from webhook_pipeline_ops.chaos import archive_leg, injection
 from webhook_pipeline_ops.chaos import faults as switches
-from webhook_pipeline_ops.chaos import injection
 from webhook_pipeline_ops.chaos.faults import NotInjected, ScheduledFault
 from webhook_pipeline_ops.chaos.stack import ROOT, RedisControl, cli_command
 from webhook_pipeline_ops.chaos.traffic import (
@@ -37,7 +38,8 @@ from webhook_pipeline_ops.chaos.traffic import (
     with_duplicates,
 )
 
-#: The test-only switch of a simulated loss (``delete-record``).
+#: The test-only switch of a simulated loss (``delete-record``: a record; ``delete-archive-record``:
+#: an archived delivery).
 NEGATIVE_CONTROL_ENV = "WEBHOOK_PIPELINE_CHAOS_NEGATIVE_CONTROL"
 #: The longest a sender waits before resending a copy, seconds.
 MAX_RETRY_WAIT_SECONDS = 5.0
@@ -217,7 +219,8 @@ class Run:
             status, headers, _text, ms, error = post(
                 sent.url, sent.body, sent.headers, self.args.timeout
             )
-            copy.attempts.append(AttemptLog(status, self.now(), round(ms, 1), error))
+            digest = hashlib.sha256(sent.body).hexdigest()
+            copy.attempts.append(AttemptLog(status, self.now(), round(ms, 1), error, digest))
             if (status is not None and status < 500) or self.interrupted.is_set():
                 return
             if attempt < self.args.retries:
@@ -356,8 +359,13 @@ class Run:
         mode = os.environ.get(NEGATIVE_CONTROL_ENV, "")
         if not mode:
             return None
+        if mode == archive_leg.DELETE_ARCHIVE_RECORD:
+            return archive_leg.delete_archive_record(self, copies)
         if mode != "delete-record":
-            raise ValueError(f"{NEGATIVE_CONTROL_ENV}={mode!r}: only 'delete-record' is known")
+            raise ValueError(
+                f"{NEGATIVE_CONTROL_ENV}={mode!r}: 'delete-record' or "
+                f"{archive_leg.DELETE_ARCHIVE_RECORD!r}"
+            )
         ddb = self.client("dynamodb")
         for c in copies:
             if any(a.status == 202 for a in c.attempts):

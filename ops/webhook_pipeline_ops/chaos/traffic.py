@@ -24,12 +24,14 @@ DEFAULT_SOURCES = ("stripe", "github", "shopify", "slack", "standard-webhooks")
 @dataclass
 class AttemptLog:
     """One request of a copy: the answer's status (``None``: no answer), its time since the run
-    started (seconds), latency (ms) and, without an answer, why."""
+    started (seconds), latency (ms), without an answer, why, and the hex SHA-256 of the exact
+    body bytes sent (``None`` in logs written before it was kept)."""
 
     status: int | None
     at: float
     ms: float
     error: str | None = None
+    body_sha256: str | None = None
 
 
 @dataclass

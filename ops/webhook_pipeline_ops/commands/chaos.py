@@ -9,11 +9,16 @@ delivery with backoff. While traffic flows, the faults of ``--faults`` are injec
 points of it (``--seed``), each logged with its kind and time. After the traffic, the run waits
 until the main queue is empty (the settle time), reads the deliveries table and the DLQ and
 reconciles them with the sender's own log (:mod:`webhook_pipeline_ops.chaos.reconcile`).
+Then the archive leg (:mod:`webhook_pipeline_ops.chaos.archive_leg`): once the archive queue is
+empty, the archive must hold every accepted delivery's bytes exactly; a reprocess job over a
+window of ``--reprocess-deliveries`` archived deliveries, SIGKILLed 2-3 times and resumed, must
+run each due hook exactly once more and move no watermark.
 
 Prints a table, writes the report (``--out``, default ``bench/results/chaos.json``) and the
 sender's log (``chaos-sender.jsonl`` in the state folder). Exit codes: 0 the proof holds;
-1 lost, double-applied, out-of-order applied, a wrong final watermark or a 4xx recorded is not
-0 (or the queue did not settle); 2 usage error.
+1 lost, double-applied, out-of-order applied, a wrong final watermark, a 4xx recorded or a
+finding of the archive leg is not 0 (or a queue did not settle, or the reprocess job did not
+complete); 2 usage error.
 
 Against a running stack (``--state-dir`` with a live ``ready`` file), the redis-server that
 ``redis-kill`` restarts on the stack's Redis port is this command's child and stops with it:
@@ -21,7 +26,8 @@ restart the stack afterwards.
 
 Test-only switch: ``WEBHOOK_PIPELINE_CHAOS_NEGATIVE_CONTROL=delete-record`` deletes one
 acknowledged delivery's record once the queue has settled (a simulated loss): the
-reconciliation must then report lost = 1 and exit 1.
+reconciliation must then report lost = 1 and exit 1. ``...=delete-archive-record`` removes one
+acknowledged delivery's only archived line: archive_missing = 1 and exit 1.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from webhook_pipeline_ops.chaos.archive_leg import drain
+from webhook_pipeline_ops.chaos.archive_leg import prove as prove_archive
 from webhook_pipeline_ops.chaos.faults import (
     FAULT_KINDS,
     ScheduledFault,
@@ -44,6 +52,7 @@ from webhook_pipeline_ops.chaos.faults import (
 )
 from webhook_pipeline_ops.chaos.reconcile import Reconciliation, reconcile
 from webhook_pipeline_ops.chaos.report import (
+    archive_examples,
     failure_reasons,
     machine_section,
     not_injected,
@@ -53,7 +62,7 @@ from webhook_pipeline_ops.chaos.report import (
 )
 from webhook_pipeline_ops.chaos.run import Run
 from webhook_pipeline_ops.chaos.stack import ROOT, local_stack
-from webhook_pipeline_ops.chaos.traffic import DEFAULT_SOURCES, sender_summary
+from webhook_pipeline_ops.chaos.traffic import DEFAULT_SOURCES, Copy, sender_summary
 
 
 def register(subparsers: Any) -> None:
@@ -105,9 +114,29 @@ def register(subparsers: Any) -> None:
         default=0.3,
         help="share of TransactWriteItems/SendMessage throttled by aws-throttle (0.3)",
     )
+    _archive_options(p)
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "chaos.json"))
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
+
+
+def _archive_options(p: argparse.ArgumentParser) -> None:
+    """The archive leg's options."""
+    p.add_argument(
+        "--archive-timeout",
+        type=float,
+        default=120.0,
+        help="seconds to wait for the archive queue to empty after the settle (120)",
+    )
+    p.add_argument(
+        "--reprocess-deliveries",
+        type=int,
+        default=300,
+        help="archived deliveries in the reprocess leg's window (300; 0: no reprocess leg)",
+    )
+    p.add_argument(
+        "--reprocess-rate", type=float, default=100.0, help="the reprocess job's --rate (100)"
+    )
 
 
 def _usage_error(args: argparse.Namespace, kinds: list[str]) -> str | None:
@@ -127,6 +156,13 @@ def _usage_error(args: argparse.Namespace, kinds: list[str]) -> str | None:
     if unknown or args.count < 1:
         return f"unknown source(s) {unknown} or --count < 1"
     return None
+
+
+def _write_sender_log(path: Path, copies: list[Copy]) -> None:
+    """One JSON line per copy of the sender's log."""
+    with path.open("w") as log:
+        for c in copies:
+            log.write(json.dumps(c.as_dict()) + "\n")
 
 
 def _prove(
@@ -150,6 +186,7 @@ def _prove(
         chaos.traffic_over.set()
         faults.join()
         settle_seconds, queue_left = chaos.settle()
+        drained = drain(chaos, chaos.outputs["ArchiveQueueUrl"], args.archive_timeout)
         control = chaos.negative_control(copies)
         items = chaos.table_items()
         dlq = chaos.dlq_entries()
@@ -157,9 +194,8 @@ def _prove(
         rec = reconcile(
             copies, items, [d for d in dlq if (d.get("source"), d.get("delivery_id")) not in poison]
         )
-        with (state / "chaos-sender.jsonl").open("w") as log:
-            for c in copies:
-                log.write(json.dumps(c.as_dict()) + "\n")
+        archive = prove_archive(chaos, copies, items, poison, drained)
+        _write_sender_log(state / "chaos-sender.jsonl", copies)
         report = {
             "command": "webhook-pipeline chaos "
             + " ".join(sys.argv[2:] if sys.argv[1:2] == ["chaos"] else []),
@@ -181,6 +217,7 @@ def _prove(
             "queue_at_end": queue_left,
             "negative_control": control,
             "reconciliation": rec.as_dict(),
+            "archive": archive,
             "sender_log": str(state / "chaos-sender.jsonl"),
         }
     return report, rec
@@ -210,13 +247,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(report))
         print(f"\nreport: {out}")
-    lost = report["poison"]["not_recorded_nor_in_dlq"]
-    failed = rec.failed() or bool(lost) or report["settle_seconds"] is None
+    why = failure_reasons(report, args.settle_timeout)
+    failed = rec.failed() or bool(why)
     if failed:
-        why = failure_reasons(report, args.settle_timeout)
         print(
             f"webhook-pipeline chaos: the proof FAILED: {', '.join(why)}; examples: "
-            f"{json.dumps(rec.examples)}",
+            f"{json.dumps(rec.examples | archive_examples(report))}",
             file=sys.stderr,
         )
     return 1 if failed else 0
