@@ -17,8 +17,8 @@ from webhook_pipeline.errors import InvalidReplayRequestError
 from webhook_pipeline.replay.request import (
     MAX_MESSAGES_LIMIT,
     MAX_RATE_PER_SECOND,
-    _assume_utc,
     _describe,
+    naive_times_as_utc,
 )
 
 #: A job id: what S3 keys and the envelope's ``reprocess.job`` accept.
@@ -77,11 +77,7 @@ class ArchiveReplayRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _naive_is_utc(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            data = dict(data)
-            for key in ("start", "end"):
-                data[key] = _assume_utc(data.get(key))
-        return data
+        return naive_times_as_utc(data, ("start", "end"))
 
     @model_validator(mode="after")
     def _checked(self) -> ArchiveReplayRequest:

@@ -53,11 +53,7 @@ class ReplayFilter(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _naive_is_utc(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            data = dict(data)
-            for key in ("received_after", "received_before"):
-                data[key] = _assume_utc(data.get(key))
-        return data
+        return naive_times_as_utc(data, ("received_after", "received_before"))
 
     @model_validator(mode="after")
     def _ordered_range(self) -> ReplayFilter:
@@ -91,6 +87,17 @@ class ReplayFilter(BaseModel):
         """Short human description (``"all"`` when empty)."""
         parts = [f"{k}={v}" for k, v in self.model_dump(mode="json", exclude_none=True).items()]
         return " ".join(parts) or "all"
+
+
+def naive_times_as_utc(data: Any, keys: tuple[str, ...]) -> Any:
+    """A copy of the mapping ``data`` whose ``keys`` hold times without a zone read as UTC
+    (anything else, ``data`` itself: pydantic reports it)."""
+    if not isinstance(data, Mapping):
+        return data
+    data = dict(data)
+    for key in keys:
+        data[key] = _assume_utc(data.get(key))
+    return data
 
 
 def _assume_utc(value: Any) -> Any:
