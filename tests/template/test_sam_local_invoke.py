@@ -18,7 +18,13 @@ the GitHub development secret there, writes an env-vars file derived from
   (duplicate at the gate: the container really talks to Redis), and
   ``events/ingest-bad-signature.json`` -> 401, with exactly one message on the queue;
 - ProcessorFunction with ``events/sqs-new-delivery.json`` -> ``{"batchItemFailures": []}`` and
-  ``events/sqs-malformed.json`` -> exactly its two poison ``messageId`` values.
+  ``events/sqs-malformed.json`` -> exactly its two poison ``messageId`` values;
+- ArchiverFunction with ``events/archiver-batch.json`` -> ``{"batchItemFailures": []}`` and
+  exactly one object per (source, hour) in the archive bucket, holding each delivery's identity,
+  outcome and exact body bytes (the non-UTF-8 one too);
+- ReplayFunction with ``events/replay-from-archive-dry-run.json`` (after the archiver, and with
+  delivery records put for three of the four archived deliveries) -> a complete dry-run report
+  counting exactly the two ``applied`` ones.
 
 And the documented path: ``webhook-pipeline local run --for-containers`` (free gateway port, its
 own redis-server, stopped by its PID) as the backend, with its ``sam-env.json`` as ``--env-vars``:
@@ -56,6 +62,8 @@ NAMES = {
     "dlq": "webhook-pipeline-local-dlq",
     "table": "webhook-pipeline-local-deliveries",
     "bucket": "webhook-pipeline-local-payloads",
+    "archive_queue": "webhook-pipeline-local-archive",
+    "archive_bucket": "webhook-pipeline-local-archive",
 }
 CONTAINER_HOST = "host.docker.internal"
 
@@ -230,7 +238,9 @@ def aws_resources(moto_port: int) -> dict[str, str]:
     _client("dynamodb", moto_port).create_table(
         TableName=NAMES["table"], BillingMode="PAY_PER_REQUEST", **_template_table_schema()
     )
+    sqs.create_queue(QueueName=NAMES["archive_queue"], Attributes={"VisibilityTimeout": "1020"})
     _client("s3", moto_port).create_bucket(Bucket=NAMES["bucket"])
+    _client("s3", moto_port).create_bucket(Bucket=NAMES["archive_bucket"])
     _client("secretsmanager", moto_port).create_secret(
         Name=f"{PREFIX}github", SecretString=DEV_SECRETS["github"]
     )
@@ -239,6 +249,7 @@ def aws_resources(moto_port: int) -> dict[str, str]:
         "endpoint": base,
         "main_url": f"{base}/{ACCOUNT}/{NAMES['main']}",
         "dlq_url": f"{base}/{ACCOUNT}/{NAMES['dlq']}",
+        "archive_queue_url": f"{base}/{ACCOUNT}/{NAMES['archive_queue']}",
     }
 
 
@@ -246,8 +257,11 @@ def aws_resources(moto_port: int) -> dict[str, str]:
 def env_vars_file(
     tmp_path_factory: pytest.TempPathFactory, aws_resources: dict[str, str], redis_port: int
 ) -> Path:
-    """env/local-invoke.json with this run's ports."""
+    """env/local-invoke.json with this run's ports, and the archive's variables as
+    template.yaml declares them (ArchiverFunction's, the processor's archive queue, the replay
+    function's archive bucket, table and payload bucket)."""
     doc = json.loads((ROOT / "env" / "local-invoke.json").read_text())
+    doc.setdefault("ArchiverFunction", {})
     for variables in doc.values():
         variables["AWS_ENDPOINT_URL"] = aws_resources["endpoint"]
     doc["IngestFunction"].update(
@@ -256,9 +270,20 @@ def env_vars_file(
         SECRETS_PREFIX=PREFIX,
         REDIS_URL=f"redis://{CONTAINER_HOST}:{redis_port}/0",
     )
-    doc["ProcessorFunction"].update(TABLE_NAME=NAMES["table"], PAYLOAD_BUCKET=NAMES["bucket"])
+    doc["ProcessorFunction"].update(
+        TABLE_NAME=NAMES["table"],
+        PAYLOAD_BUCKET=NAMES["bucket"],
+        ARCHIVE_QUEUE_URL=aws_resources["archive_queue_url"],
+    )
+    doc["ArchiverFunction"].update(
+        ARCHIVE_BUCKET=NAMES["archive_bucket"], PAYLOAD_BUCKET=NAMES["bucket"]
+    )
     doc["ReplayFunction"].update(
-        QUEUE_URL=aws_resources["main_url"], DLQ_URL=aws_resources["dlq_url"]
+        QUEUE_URL=aws_resources["main_url"],
+        DLQ_URL=aws_resources["dlq_url"],
+        ARCHIVE_BUCKET=NAMES["archive_bucket"],
+        TABLE_NAME=NAMES["table"],
+        PAYLOAD_BUCKET=NAMES["bucket"],
     )
     path = tmp_path_factory.mktemp("sam-env") / "env.json"
     path.write_text(json.dumps(doc, indent=2))
@@ -403,6 +428,123 @@ def test_processor_reports_exactly_the_failed_message_ids(invoke: Any) -> None:
             {"itemIdentifier": records[1]["messageId"]},
         ]
     }
+
+
+# ------------------------------------------------------------------------------ the archive
+
+
+def _archive_objects(moto_port: int) -> dict[str, list[Any]]:
+    """Every object of the archive bucket, decoded (no line may be a problem)."""
+    from webhook_pipeline.archive.record import decode_object
+
+    s3 = _client("s3", moto_port)
+    listed = s3.list_objects_v2(Bucket=NAMES["archive_bucket"], Prefix="archive/")
+    objects: dict[str, list[Any]] = {}
+    for item in listed.get("Contents", []):
+        data = s3.get_object(Bucket=NAMES["archive_bucket"], Key=item["Key"])["Body"].read()
+        records, problems = decode_object(item["Key"], data)
+        assert problems == [], problems
+        objects[item["Key"]] = records
+    return objects
+
+
+@pytest.fixture(scope="module")
+def archived(invoke: Any) -> dict[str, Any]:
+    """ArchiverFunction invoked once with events/archiver-batch.json; its response."""
+    return dict(invoke("ArchiverFunction", "archiver-batch.json"))
+
+
+def test_archiver_writes_one_object_per_source_and_hour_with_the_exact_bytes(
+    archived: dict[str, Any], moto_port: int
+) -> None:
+    from webhook_pipeline.archive.record import hour_of, partition_prefix
+    from webhook_pipeline_ops.simulator.archive_events import SAMPLES
+
+    # Given the batch of four archive messages (two sources, stripe across 10:00 UTC)
+    # Then every message was archived
+    assert archived == {"batchItemFailures": []}
+    # And the bucket holds exactly one object per (source, hour), under its partition
+    expected: dict[str, list[tuple[Any, ...]]] = {}
+    for sample in SAMPLES:
+        env = sample.envelope
+        prefix = partition_prefix(env.source, hour_of(env.received_at))
+        ident = (env.source, env.delivery_id, env.body_sha256)
+        expected.setdefault(prefix, []).append((ident, sample.outcome.value, sample.body))
+    objects = _archive_objects(moto_port)
+    assert sorted(k.rsplit("/", 1)[0] + "/" for k in objects) == sorted(expected)
+    assert len(objects) == 3
+    # And each holds its deliveries' identities, outcomes and exact body bytes, in batch order
+    for key, records in objects.items():
+        got = [(r.identity, r.outcome, r.body_bytes()) for r in records]
+        assert got == expected[key.rsplit("/", 1)[0] + "/"], key
+    # The ISO-8859-1 body is kept as base64, the others as text
+    inline = {r.source: r.body_base64 is not None for rs in objects.values() for r in rs}
+    assert inline == {"stripe": False, "generic-hmac": True}
+
+
+def test_replay_from_archive_dry_run_counts_exactly_the_applied_deliveries(
+    archived: dict[str, Any], invoke: Any, moto_port: int
+) -> None:
+    from webhook_pipeline.adapters.dynamodb_items import delivery_item
+    from webhook_pipeline.process.model import DeliveryRecord, Outcome
+    from webhook_pipeline_ops.simulator.archive_events import ARCHIVED_AT, SAMPLES
+
+    # Given the archive written by the archiver, and delivery records (the processor's items) for
+    # three of its four deliveries: two applied stripe ones, the late stripe one stale,
+    # generic-hmac none
+    assert archived == {"batchItemFailures": []}
+    recorded = {
+        "evt_1ArchiveSample0959": Outcome.APPLIED,
+        "evt_1ArchiveSample1000": Outcome.APPLIED,
+        "evt_1ArchiveSampleLate": Outcome.STALE,
+    }
+    dynamodb = _client("dynamodb", moto_port)
+    for sample in SAMPLES:
+        env = sample.envelope
+        if env.delivery_id not in recorded:
+            continue
+        record = DeliveryRecord(
+            source=env.source,
+            delivery_id=env.delivery_id,
+            event_type=env.event_type,
+            resource_key=env.resource_key,
+            sequence=env.sequence,
+            received_at=env.received_at,
+            recorded_at=ARCHIVED_AT,
+            expires_at=int(ARCHIVED_AT.timestamp()) + 30 * 86_400,
+            body_size=env.body_size,
+            body_sha256=env.body_sha256,
+            hook_pending=False,
+            message_id=f"m-{env.delivery_id}",
+            attempt_token=env.delivery_id,
+        )
+        item = delivery_item(record, recorded[env.delivery_id])
+        dynamodb.put_item(TableName=NAMES["table"], Item=item)
+    queued_before = _main_queue_depth(moto_port)
+    # When the reprocess dry run over the window runs in the container
+    report = invoke("ReplayFunction", "replay-from-archive-dry-run.json")
+    # Then it examined all four archived deliveries and would reprocess exactly the two applied
+    assert report.get("status") == "complete", report
+    assert (report["mode"], report["dry_run"]) == ("reprocess", True)
+    assert (report["total"], report["examined"], report["matched"]) == (len(SAMPLES), 4, 2)
+    assert report["sent"] == 0 and report["job"] is None
+    assert report["skipped"] == {"not recorded": 1, "stale": 1}
+    assert report["failed"] == [] and report["corrupt_objects"] == []
+    assert [s["delivery_id"] for s in report["sample"]] == [
+        "evt_1ArchiveSample0959",
+        "evt_1ArchiveSample1000",
+    ]
+    # And nothing was sent to the main queue (a dry run)
+    assert _main_queue_depth(moto_port) == queued_before
+
+
+def _main_queue_depth(moto_port: int) -> int:
+    """Messages on the main queue, visible or in flight."""
+    sqs = _client("sqs", moto_port)
+    url = sqs.get_queue_url(QueueName=NAMES["main"])["QueueUrl"]
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    return sum(int(attrs[n]) for n in names)
 
 
 # ------------------------------------------------------------------------------ the local stack

@@ -15,7 +15,7 @@ def register(subparsers: Any) -> None:
     """Add ``events`` to the operator CLI."""
     parser = subparsers.add_parser(
         "events",
-        help="write the sample ingest events (events/*.json)",
+        help="write the sample ingest and archive events (events/*.json)",
         description=event_files.__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,4 +1,5 @@
-"""Write the ingest events of ``events/`` (``webhook-pipeline events``).
+"""Write the ingest events of ``events/`` (``webhook-pipeline events``; it writes the archive's
+events too: :mod:`webhook_pipeline_ops.simulator.archive_events`).
 
 The committed files are signed with the development secrets at a fixed time
 (:data:`FIXED_TIME`), so their delivery ids and signatures never change (a test compares them
@@ -21,6 +22,7 @@ from webhook_pipeline.providers.model import Handshake
 from webhook_pipeline.source_secrets import parse_secret
 from webhook_pipeline.sources import ResolvedSource
 
+from webhook_pipeline_ops.simulator.archive_events import build_archive_events
 from webhook_pipeline_ops.simulator.deliveries import (
     EXAMPLE_HOST,
     dev_secret_value,
@@ -138,10 +140,12 @@ def handshake_event(source: ResolvedSource, handshake: Handshake, now: int) -> d
 
 
 def write_events(out: Path, now: int) -> list[Path]:
-    """Write :func:`build_events` into ``out``; return the paths written."""
+    """Write :func:`build_events` and the archive's events
+    (:func:`~webhook_pipeline_ops.simulator.archive_events.build_archive_events`, at their own
+    fixed times whatever ``now``) into ``out``; return the paths written."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, event in build_events(now).items():
+    for name, event in (build_events(now) | build_archive_events()).items():
         event.get("requestContext", {}).pop("timeEpoch", None)
         path = out / name
         path.write_text(json.dumps(event, indent=2) + "\n")
