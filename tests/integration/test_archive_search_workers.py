@@ -111,3 +111,22 @@ def test_the_cli_gives_workers_its_endpoint_region_and_credentials(
     assert made.meta.endpoint_url == endpoint and made.meta.region_name == "eu-west-3"
     frozen = boto3.session.Session().get_credentials()
     assert frozen is not None and frozen.access_key == "AKIDEXAMPLE"
+
+
+def test_objects_a_worker_cannot_read_are_read_by_the_searching_process(endpoint: str) -> None:
+    nowhere = S3Settings(
+        region="us-east-1",
+        endpoint_url=f"http://127.0.0.1:{free_port()}",  # nothing listens
+        access_key="testing",
+        secret_key="testing",
+        config={"retries": {"total_max_attempts": 1}},
+    )
+    flt = ArchiveFilter(where=(parse_predicate("amount>=3000"),))
+    alone = search(client(endpoint), BUCKET, flt)
+    s3 = client(endpoint)
+    reads: list[str] = []
+    s3.meta.events.register(
+        "before-call.s3.GetObject", lambda params, **_: reads.append(params["url_path"])
+    )
+    assert search(s3, BUCKET, flt, processes=2, settings=nowhere) == alone
+    assert len(reads) == alone.objects_read == 13

@@ -194,12 +194,18 @@ def decode_selected(
     return [r for r in records if shares_selection(flt, r)], problems
 
 
-def _decode_job(job: tuple[str, bytes | LineProblem, ArchiveFilter]) -> Any:
+Decoded = tuple[list[ArchiveRecord], list[LineProblem]]
+
+
+def _decode_job(job: tuple[str, bytes | LineProblem, ArchiveFilter]) -> Decoded:
     return decode_selected(*job)
 
 
-def _fetch_decode_job(job: tuple[S3Settings, str, str, ArchiveFilter]) -> Any:
-    records, problems = fetch_and_decode(job)
+def _fetch_decode_job(job: tuple[S3Settings, str, str, ArchiveFilter]) -> Decoded | None:
+    found = fetch_and_decode(job)
+    if found is None:
+        return None
+    records, problems = found
     return [r for r in records if shares_selection(job[3], r)], problems
 
 
@@ -251,7 +257,8 @@ def search(
         more needs ``flt.where`` predicates that pickle). The result is the same.
     settings : S3Settings | None
         With ``processes`` > 1: each worker process reads its own objects with a client built
-        from these (the same S3 as ``s3``), so no object's bytes pass through this process.
+        from these (the same S3 as ``s3``), so no object's bytes pass through this process; an
+        object a worker cannot read is read again with ``s3`` (and reported if that fails).
 
     Lines that are not records are reported in ``problems`` (by key and line) and skipped; a
     line whose source, delivery id and body show that ``flt`` cannot select its delivery is
@@ -263,13 +270,17 @@ def search(
     gathered: list[ArchiveRecord] = []
     with contextlib.ExitStack() as stack:
         procs = _process_pool(stack, processes) if processes > 1 and keys else None
+        decoded: list[Decoded] = []
         if procs is not None and settings is not None:
             jobs = [(settings, bucket, key, flt) for key in keys]
-            decoded = list(procs.map(_fetch_decode_job, jobs))
-        else:
+            found = list(procs.map(_fetch_decode_job, jobs))
+            decoded = [d for d in found if d is not None]
+            # objects a worker could not read are read here, with the caller's client
+            keys = [key for key, d in zip(keys, found, strict=True) if d is None]
+        if keys:
             pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, workers)))
             fetched = pool.map(lambda k: (k, fetch_object(s3, bucket, k), flt), keys)
-            decoded = list((procs.map if procs else map)(_decode_job, fetched))
+            decoded += (procs.map if procs else map)(_decode_job, fetched)
     for records, problems in decoded:
         gathered.extend(records)
         result.problems.extend(problems)

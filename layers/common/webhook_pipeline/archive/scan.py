@@ -184,8 +184,13 @@ def decode_selected(
 
 def fetch_and_decode(
     job: tuple[S3Settings, str, str, Selection],
-) -> tuple[list[ArchiveRecord], list[LineProblem]]:
+) -> tuple[list[ArchiveRecord], list[LineProblem]] | None:
     """One worker job: fetch ``(settings, bucket, key, flt)``'s object with this process's
-    client, then :func:`decode_selected`."""
+    client, then :func:`decode_selected`; ``None`` when the object could not be read (the
+    searching process reads it with its own client, and reports it)."""
     settings, bucket, key, flt = job
-    return decode_selected(key, fetch_object(worker_client(settings), bucket, key), flt)
+    try:
+        data = worker_client(settings).get_object(Bucket=bucket, Key=key)["Body"].read()
+    except Exception:  # the searching process tries again, and reports what it finds
+        return None
+    return decode_selected(key, data, flt)
