@@ -3,19 +3,27 @@ archived deliveries in the local stack's S3.
 
 The archive is written as the archiver writes it: gzip JSON Lines objects of 1,000 records, one
 per (source, hour), 4 sources over 25 hours, 2 KB JSON bodies, plus a second attempt archived for
-2 % of the deliveries (what a retried batch leaves; deduplicated on read). S3 is a moto server in
-its own process, over HTTP, as ``webhook-pipeline local run`` serves it: the search pays the
-requests, the transfer and the decompression a local search pays (in-process moto would share the
-search's interpreter and skip the HTTP path).
+2 % of the deliveries (what a retried batch leaves; deduplicated on read). Two archives, each
+searched on its own:
+
+- ``random letters``: bodies padded with random letters, which gzip compresses worst (the
+  incompressible worst case: about 1.2 KB of gzip per delivery);
+- ``realistic``: the providers' sample bodies grown to 2 KB with line items whose ids are random,
+  built as ``bench/bench_archive_size.py`` builds them (the bodies the archive's cost figure
+  uses), with their signed headers.
+
+S3 is a moto server in its own process, over HTTP, as ``webhook-pipeline local run`` serves it:
+the search pays the requests, the transfer and the decompression a local search pays (in-process
+moto would share the search's interpreter and skip the HTTP path).
 
 Timed: the CLI as a user runs it (a new process: interpreter start, imports, listing, reading,
 deduplicating, filtering, printing ``--limit 5``), for a 6-hour window of every source with a
 predicate, and for the whole archive with a predicate (every object read). Median of
 ``--repeat`` runs (3). Target: under 5 s for the whole archive (issue 23, item 6).
 
-Run: ``.venv/bin/python bench/bench_archive_search.py [--quick]`` (``--quick``: 10,000
-deliveries); figures go to ``bench/results/archive_search.json`` (``archive_search.quick.json``,
-git-ignored).
+Run: ``.venv/bin/python bench/bench_archive_search.py [--quick] [--bodies letters|realistic]``
+(``--quick``: 10,000 deliveries); figures go to ``bench/results/archive_search.json``
+(``archive_search.quick.json``, git-ignored).
 """
 
 from __future__ import annotations
@@ -78,17 +86,50 @@ def body(rng: random.Random, number: int) -> bytes:
     return json.dumps(document).encode()
 
 
-def objects(total: int, rng: random.Random) -> list[tuple[str, bytes]]:
-    from webhook_pipeline.archive.record import (
-        ArchiveRecord,
-        encode_object,
-        format_time,
-        hour_of,
-        object_key,
-    )
+def letters_records(source: str, number: int, received: datetime, rng: random.Random) -> Any:
+    """One delivery whose body is padded with random letters."""
+    from webhook_pipeline.archive.record import ArchiveRecord, format_time
     from webhook_pipeline.envelope import sha256_hex
 
-    cells = [(s, h) for h in range(HOURS) for s in SOURCES]
+    data = body(rng, number)
+    return ArchiveRecord(
+        source=source,
+        delivery_id=f"evt_{number:08d}",
+        event_type="charge.succeeded",
+        resource_key=f"cus_{number % 500}",
+        received_at=format_time(received),
+        body_sha256=sha256_hex(data),
+        body_size=len(data),
+        headers={"content-type": "application/json", "user-agent": "bench"},
+        archived_at=format_time(received + timedelta(seconds=2)),
+        outcome="applied",
+        **ArchiveRecord.body_fields(data),
+    )
+
+
+def realistic_sources() -> list[Any]:
+    """The first 4 sources ``bench_archive_size`` uses (the sources file's, enabled)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_archive_size import example_sources
+    from webhook_pipeline.sources import load_sources
+
+    enabled = [s for s in example_sources().values() if s.enabled]
+    return ([s for s in enabled if s.name in load_sources()] or enabled)[: len(SOURCES)]
+
+
+def objects(total: int, rng: random.Random, kind: str = "letters") -> list[tuple[str, bytes]]:
+    """The archive objects of ``total`` deliveries, bodies of ``kind`` (``letters`` or
+    ``realistic``)."""
+    from webhook_pipeline.archive.record import encode_object, hour_of, object_key
+
+    if kind == "realistic":
+        from bench_archive_size import record as realistic
+
+        resolved = realistic_sources()
+        names = [s.name for s in resolved]
+    else:
+        names = list(SOURCES)
+    cells = [(s, h) for h in range(HOURS) for s in range(len(names))]
     per_cell = total // len(cells)
     out = []
     number = 0
@@ -96,24 +137,16 @@ def objects(total: int, rng: random.Random) -> list[tuple[str, bytes]]:
         records = []
         for i in range(per_cell):
             number += 1
-            data = body(rng, number)
             received = START + timedelta(hours=hour, seconds=i * 3600 / per_cell)
-            fields: dict[str, Any] = dict(
-                source=source,
-                delivery_id=f"evt_{number:08d}",
-                event_type="charge.succeeded",
-                resource_key=f"cus_{number % 500}",
-                received_at=format_time(received),
-                body_sha256=sha256_hex(data),
-                body_size=len(data),
-                headers={"content-type": "application/json", "user-agent": "bench"},
-                archived_at=format_time(received + timedelta(seconds=2)),
-                **ArchiveRecord.body_fields(data),
-            )
-            records.append(ArchiveRecord(outcome="applied", **fields))
+            if kind == "realistic":
+                one = realistic(resolved[source], rng, received, number)
+            else:
+                one = letters_records(names[source], number, received, rng)
+            records.append(one)
             if rng.random() < 0.02:
-                records.append(ArchiveRecord(outcome="retry", **fields))
-        key = object_key(source, hour_of(START + timedelta(hours=hour)), START, f"{len(out):032x}")
+                records.append(one.model_copy(update={"outcome": "retry"}))
+        hour_text = hour_of(START + timedelta(hours=hour))
+        key = object_key(names[source], hour_text, START, f"{len(out):032x}")
         out.append((key, encode_object(records)))
     return out
 
@@ -128,13 +161,12 @@ def cli(endpoint: str, extra: list[str]) -> tuple[float, str]:
     return time.perf_counter() - started, done.stdout.splitlines()[0]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
-    total = 10_000 if args.quick else 100_000
-    sys.path.insert(0, str(ROOT / "layers" / "common"))
+WHERE = {"letters": "data.object.amount>=9000", "realistic": "line_items[0].amount>=90000"}
+BODIES = {"letters": "random letters", "realistic": "realistic"}
+
+
+def run_kind(kind: str, total: int, repeat: int) -> dict[str, Any]:
+    """Write one archive of ``kind`` bodies to a new moto server and time the searches."""
     import boto3
 
     port = free_port()
@@ -145,38 +177,58 @@ def main() -> None:
                           aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
         s3.create_bucket(Bucket=BUCKET)
         built = time.perf_counter()
-        written = objects(total, random.Random(23))
+        written = objects(total, random.Random(23), kind)
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda kv: s3.put_object(Bucket=BUCKET, Key=kv[0], Body=kv[1]), written))
         write_seconds = time.perf_counter() - built
-        where = ["--where", "data.object.amount>=9000"]
+        where = ["--where", WHERE[kind]]
         window = ["--from", (START + timedelta(hours=6)).isoformat(),
                   "--to", (START + timedelta(hours=12)).isoformat()]  # fmt: skip
         cases = {"6-hour window, every source, predicate": window + where,
                  "whole archive, predicate": where}  # fmt: skip
         results = []
         for name, extra in cases.items():
-            runs = [cli(endpoint, extra) for _ in range(args.repeat)]
+            runs = [cli(endpoint, extra) for _ in range(repeat)]
             seconds = [r[0] for r in runs]
-            results.append({"case": name, "argv_filter": extra, "first_line": runs[0][1],
+            results.append({"case": name, "bodies": BODIES[kind], "argv_filter": extra,
+                            "first_line": runs[0][1],
                             "median_s": round(statistics.median(seconds), 3),
                             "runs_s": [round(s, 3) for s in seconds]})  # fmt: skip
-            print(f"{name}: {results[-1]['median_s']} s ({runs[0][1]})", flush=True)
+            print(f"{kind}: {name}: {results[-1]['median_s']} s ({runs[0][1]})", flush=True)
     finally:
         server.terminate()
         server.wait(10)
+    archive = {"bodies": BODIES[kind], "objects": len(written),
+               "compressed_bytes": sum(len(d) for _, d in written),
+               "write_s": round(write_seconds, 1)}  # fmt: skip
+    return {"archive": archive, "results": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--bodies", choices=("letters", "realistic", "both"), default="both")
+    args = parser.parse_args()
+    total = 10_000 if args.quick else 100_000
+    sys.path.insert(0, str(ROOT / "layers" / "common"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    kinds = ["letters", "realistic"] if args.bodies == "both" else [args.bodies]
+    runs = [run_kind(kind, total, args.repeat) for kind in kinds]
+    first = runs[0]["archive"]
     out = {
         "deliveries": total,
-        "objects": len(written),
-        "compressed_bytes": sum(len(d) for _, d in written),
+        "objects": first["objects"],
+        "compressed_bytes": first["compressed_bytes"],
         "body_bytes": 2048,
         "sources": len(SOURCES),
         "hours": HOURS,
         "s3": "moto server, own process, HTTP",
         "cpus": os.cpu_count(),
-        "write_s": round(write_seconds, 1),
+        "write_s": first["write_s"],
         "target_s": 5.0,
-        "results": results,
+        "archives": [r["archive"] for r in runs],
+        "results": [c for r in runs for c in r["results"]],
     }
     name = "archive_search.quick.json" if args.quick else "archive_search.json"
     path = ROOT / "bench" / "results" / name

@@ -48,14 +48,23 @@ REGISTRARS: tuple[str, ...] = (
 EXIT_BROKEN_PIPE = 141
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, with every registered subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every registered subcommand, or, given ``command``, with only
+    the subcommands of the module named so (``commands.<command>``) when it registers
+    ``command`` itself (a run imports only what its command needs); else the full parser."""
     parser = argparse.ArgumentParser(
         prog="webhook-pipeline",
         description="Operate the webhook pipeline: replay the DLQ, inspect queues and records, "
         "run the local stack.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    only = f"webhook_pipeline_ops.commands.{command}"
+    if command is not None and only in REGISTRARS:
+        importlib.import_module(only).register(subparsers)
+        if command in subparsers.choices:
+            plain_help(parser)
+            return parser
+        return build_parser()
     for name in REGISTRARS:
         importlib.import_module(name).register(subparsers)
     plain_help(parser)
@@ -82,9 +91,10 @@ def plain_help(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code (also when argparse exits, e.g. on a usage error)."""
-    parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     except SystemExit as exc:  # usage error (2) or --help (0)
         return exc.code if isinstance(exc.code, int) else 2
     try:

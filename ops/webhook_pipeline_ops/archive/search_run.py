@@ -18,18 +18,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webhook_pipeline.archive.query import ArchiveFilter, SearchResult
 
 from webhook_pipeline_ops.aws import Aws, OpsError, local_outputs_path
 from webhook_pipeline_ops.output import print_json
 
+if TYPE_CHECKING:
+    from webhook_pipeline.archive.scan import S3Settings
+
 BUCKET_OUTPUT = "ArchiveBucketName"
 BUCKET_ENV = "WEBHOOK_PIPELINE_ARCHIVE_BUCKET"
 #: Record fields ``--json`` leaves out (the Athena query does not read the header maps).
 NOT_SHOWN = frozenset({"headers", "signed_headers"})
 ATHENA_OUTPUTS = ("ArchiveDatabaseName", "ArchiveTableName", "ArchiveWorkGroupName")
+#: Worker processes of a local search per CPU, and at most.
+PROCESSES_PER_CPU = 2
+MAX_PROCESSES = 8
 
 
 def choose_mode(args: argparse.Namespace) -> str:
@@ -82,8 +88,10 @@ def run_search(aws: Aws, args: argparse.Namespace, flt: ArchiveFilter, mode: str
     from webhook_pipeline.archive.query import list_sources, search
 
     if mode == "s3":
-        processes = min(4, os.cpu_count() or 1)
-        return search(aws.client("s3"), archive_bucket(aws, args), flt, processes=processes)
+        processes = search_processes()
+        settings = s3_settings(aws) if processes > 1 else None
+        bucket = archive_bucket(aws, args)
+        return search(aws.client("s3"), bucket, flt, processes=processes, settings=settings)
     from webhook_pipeline_ops.archive.athena import AthenaTarget, athena_search
 
     outputs = aws._stack_outputs(args.stack)
@@ -99,6 +107,36 @@ def run_search(aws: Aws, args: argparse.Namespace, flt: ArchiveFilter, mode: str
         return SearchResult()
     clients: Any = aws  # Aws.client's overloads name the typed services only
     return athena_search(clients.client("athena"), target, flt, sources)
+
+
+def search_processes() -> int:
+    """Worker processes of a local search: :data:`PROCESSES_PER_CPU` per CPU (they wait on S3
+    half of the time), at most :data:`MAX_PROCESSES`."""
+    return min(MAX_PROCESSES, PROCESSES_PER_CPU * (os.cpu_count() or 1))
+
+
+def s3_settings(aws: Aws) -> S3Settings:
+    """How worker processes reach the S3 of ``aws``'s clients: its endpoint and region, and the
+    credentials its boto3 session resolved (frozen; the local stack's stand-ins when it has
+    none and the S3 is local)."""
+    from webhook_pipeline.archive.scan import S3Settings
+
+    found = aws.session.get_credentials()
+    frozen = found.get_frozen_credentials() if found is not None else None
+    if frozen is not None:
+        key, secret, token = frozen.access_key, frozen.secret_key, frozen.token
+    elif aws.endpoint_url or aws.args.local:
+        key, secret, token = "testing", "testing", None  # the local S3 takes any
+    else:
+        key = secret = token = None
+    return S3Settings(
+        region=str(aws.session.region_name),
+        endpoint_url=aws.endpoint_url,
+        access_key=key,
+        secret_key=secret,
+        token=token,
+        config=dict(aws.CONFIG_OPTIONS),
+    )
 
 
 def describe_window(flt: ArchiveFilter) -> str:

@@ -38,10 +38,11 @@ def ack_table(results: Results) -> str:
 
 
 def search_table(results: Results) -> str:
-    """One row per timed search case."""
+    """One row per timed search case: which bodies, the filter, the matches, the median."""
     data = results("archive_search.json")
     rows = [
         [
+            r.get("bodies", "random letters"),
             r["case"],
             f"`{' '.join(r['argv_filter'])}`",
             r["first_line"].split(" (")[0],
@@ -50,17 +51,23 @@ def search_table(results: Results) -> str:
         ]
         for r in data["results"]
     ]
-    header = ["case", "filter", "matches", "median (s)", f"under {data['target_s']:g} s"]
-    return table(header, "lllrl", rows)
+    header = ["bodies", "case", "filter", "matches", "median (s)", f"under {data['target_s']:g} s"]
+    return table(header, "llllrl", rows)
 
 
 def search_setup(results: Results) -> str:
-    """The search bench's fixture in words."""
+    """The search bench's fixture in words (each archive's gzip size)."""
     data = results("archive_search.json")
+    archives = data.get("archives") or [
+        {"bodies": "random letters", "compressed_bytes": data["compressed_bytes"]}
+    ]
+    sizes = ", ".join(
+        f"{a['compressed_bytes'] / 1e6:,.0f} MB of gzip with {a['bodies']} bodies" for a in archives
+    )
     return (
         f"{data['deliveries']:,} deliveries of {data['body_bytes']:,}-byte bodies, "
         f"{data['sources']} sources over {data['hours']} hours, in {data['objects']:,} objects "
-        f"on a {data['s3']}, {data['cpus']} cores"
+        f"({sizes}) on a {data['s3']}, {data['cpus']} cores"
     )
 
 

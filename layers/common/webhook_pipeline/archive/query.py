@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
 from webhook_pipeline.archive.record import (
     ARCHIVE_PREFIX,
@@ -30,12 +30,14 @@ from webhook_pipeline.archive.record import (
     hour_of,
     partition_prefix,
 )
-
-
-class BodyPredicate(Protocol):
-    """A condition on a delivery's parsed body (``webhook_pipeline.archive.predicate``)."""
-
-    def matches(self, body: Any) -> bool: ...
+from webhook_pipeline.archive.scan import BodyPredicate as BodyPredicate
+from webhook_pipeline.archive.scan import S3Settings as S3Settings
+from webhook_pipeline.archive.scan import (
+    body_matches,
+    fetch_and_decode,
+    fetch_object,
+)
+from webhook_pipeline.archive.scan import decode_selected as _screened
 
 
 @dataclass(frozen=True)
@@ -109,15 +111,7 @@ class ArchiveFilter:
 
 
 def _body_matches(record: ArchiveRecord, where: Sequence[BodyPredicate]) -> bool:
-    import json
-
-    if record.body is None:
-        return False
-    try:
-        parsed = json.loads(record.body)
-    except ValueError:
-        return False
-    return all(p.matches(parsed) for p in where)
+    return body_matches(record.body, where)
 
 
 @dataclass
@@ -170,15 +164,6 @@ def object_keys(s3: Any, bucket: str, source: str, flt: ArchiveFilter) -> Iterat
                 yield key
 
 
-def fetch_object(s3: Any, bucket: str, key: str) -> bytes | LineProblem:
-    """The bytes of one object, or the problem that it is missing or unreadable."""
-    try:
-        data: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
-    except Exception as exc:  # reported by key, never a crash of the reader
-        return LineProblem(key, 0, f"not readable: {type(exc).__name__}")
-    return data
-
-
 def read_object(s3: Any, bucket: str, key: str) -> tuple[list[ArchiveRecord], list[LineProblem]]:
     """The records of one object (a missing or unreadable object is one problem)."""
     data = fetch_object(s3, bucket, key)
@@ -203,16 +188,26 @@ def shares_selection(flt: ArchiveFilter, record: ArchiveRecord) -> bool:
 def decode_selected(
     key: str, data: bytes | LineProblem, flt: ArchiveFilter
 ) -> tuple[list[ArchiveRecord], list[LineProblem]]:
-    """:func:`decode_object` (every line validated, every problem kept), then only the records
-    that :func:`shares_selection` keeps."""
-    if isinstance(data, LineProblem):
-        return [], [data]
-    records, problems = decode_object(key, data)
+    """The records of one object that :func:`shares_selection` keeps, and its problems: every
+    line that may be selected is validated, lines the pre-filter proves unselected are not
+    (see :mod:`.scan`)."""
+    records, problems = _screened(key, data, flt)
     return [r for r in records if shares_selection(flt, r)], problems
 
 
-def _decode_job(job: tuple[str, bytes | LineProblem, ArchiveFilter]) -> Any:
+Decoded = tuple[list[ArchiveRecord], list[LineProblem]]
+
+
+def _decode_job(job: tuple[str, bytes | LineProblem, ArchiveFilter]) -> Decoded:
     return decode_selected(*job)
+
+
+def _fetch_decode_job(job: tuple[S3Settings, str, str, ArchiveFilter]) -> Decoded | None:
+    found = fetch_and_decode(job)
+    if found is None:
+        return None
+    records, problems = found
+    return [r for r in records if shares_selection(job[3], r)], problems
 
 
 def _threads() -> int:
@@ -244,21 +239,31 @@ def search(
     *,
     workers: int = 16,
     processes: int = 0,
+    settings: S3Settings | None = None,
 ) -> SearchResult:
     """Every archived delivery ``flt`` selects, deduplicated (see :mod:`.record`).
 
     Parameters
     ----------
     s3 : botocore S3 client
+        Lists the objects (and reads them, unless worker processes do with ``settings``).
     bucket : str
         The archive bucket.
     flt : ArchiveFilter
         What to select.
     workers : int
-        Objects read at once (threads).
+        Objects read at once (threads) when this process reads them.
     processes : int
         Worker processes that decompress and validate the objects (0 or 1: in this process;
         more needs ``flt.where`` predicates that pickle). The result is the same.
+    settings : S3Settings | None
+        With ``processes`` > 1: each worker process reads its own objects with a client built
+        from these (the same S3 as ``s3``), so no object's bytes pass through this process; an
+        object a worker cannot read is read again with ``s3`` (and reported if that fails).
+
+    Lines that are not records are reported in ``problems`` (by key and line) and skipped; a
+    line whose source, delivery id and body show that ``flt`` cannot select its delivery is
+    skipped without being validated further (:mod:`.scan`).
     """
     sources = list(flt.sources) or list_sources(s3, bucket)
     keys = [key for source in sources for key in object_keys(s3, bucket, source, flt)]
@@ -266,9 +271,17 @@ def search(
     gathered: list[ArchiveRecord] = []
     with contextlib.ExitStack() as stack:
         procs = _process_pool(stack, processes) if processes > 1 and keys else None
-        pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, workers)))
-        fetched = pool.map(lambda k: (k, fetch_object(s3, bucket, k), flt), keys)
-        decoded = list((procs.map if procs else map)(_decode_job, fetched))
+        decoded: list[Decoded] = []
+        if procs is not None and settings is not None:
+            jobs = [(settings, bucket, key, flt) for key in keys]
+            found = list(procs.map(_fetch_decode_job, jobs))
+            decoded = [d for d in found if d is not None]
+            # objects a worker could not read are read here, with the caller's client
+            keys = [key for key, d in zip(keys, found, strict=True) if d is None]
+        if keys:
+            pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, workers)))
+            fetched = pool.map(lambda k: (k, fetch_object(s3, bucket, k), flt), keys)
+            decoded += (procs.map if procs else map)(_decode_job, fetched)
     for records, problems in decoded:
         gathered.extend(records)
         result.problems.extend(problems)

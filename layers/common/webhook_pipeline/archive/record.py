@@ -20,10 +20,11 @@ bypassed) are both kept: each is a delivery ingest accepted.
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -236,28 +237,68 @@ def encode_object(records: Iterable[ArchiveRecord]) -> bytes:
     return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
 
 
+@functools.cache
+def _fast_gunzip() -> Callable[[bytes], bytes] | None:
+    try:
+        from isal.igzip import decompress
+    except ImportError:  # optional (the operator CLI installs it, the Lambda layer does not)
+        return None
+    fast: Callable[[bytes], bytes] = decompress
+    return fast
+
+
+def _gunzip(data: bytes) -> bytes:
+    """``gzip.decompress(data)``: by ISA-L when installed (about twice as fast), with gzip's
+    own result or exception whenever ISA-L does not accept the data."""
+    fast = _fast_gunzip()
+    if fast is not None:
+        try:
+            return fast(data)
+        except Exception:  # noqa: S110 (gzip below gives the error that is reported)
+            pass
+    return gzip.decompress(data)
+
+
+def decode_text(key: str, data: bytes) -> str | LineProblem:
+    """The JSON Lines text of one archive object, or the problem (line 0) that it is not gzip
+    UTF-8."""
+    try:
+        return _gunzip(data).decode("utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        return LineProblem(key, 0, f"not a gzip JSON Lines object: {type(exc).__name__}")
+
+
 def decode_object(key: str, data: bytes) -> tuple[list[ArchiveRecord], list[LineProblem]]:
     """The records of one archive object, and a problem per line that is not a record.
 
     Never raises: an object that is not gzip is one problem at line 0.
     """
-    try:
-        text = gzip.decompress(data).decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
-        return [], [LineProblem(key, 0, f"not a gzip JSON Lines object: {type(exc).__name__}")]
+    text = decode_text(key, data)
+    if isinstance(text, LineProblem):
+        return [], [text]
     records: list[ArchiveRecord] = []
     problems: list[LineProblem] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            records.append(ArchiveRecord.model_validate_json(line))
-        except ValidationError as exc:
-            fields = sorted({".".join(str(p) for p in e["loc"]) or "line" for e in exc.errors()})
-            problems.append(LineProblem(key, number, f"not a record: {', '.join(fields[:5])}"))
-        except json.JSONDecodeError:
-            problems.append(LineProblem(key, number, "not JSON"))
+        read = read_line(key, number, line)
+        if isinstance(read, LineProblem):
+            problems.append(read)
+        else:
+            records.append(read)
     return records, problems
+
+
+def read_line(key: str, number: int, line: str) -> ArchiveRecord | LineProblem:
+    """Line ``number`` of object ``key`` validated as a record, or the problem that it is not
+    one (the fields that fail, at most 5; never body content)."""
+    try:
+        return ArchiveRecord.model_validate_json(line)
+    except ValidationError as exc:
+        fields = sorted({".".join(str(p) for p in e["loc"]) or "line" for e in exc.errors()})
+        return LineProblem(key, number, f"not a record: {', '.join(fields[:5])}")
+    except json.JSONDecodeError:
+        return LineProblem(key, number, "not JSON")
 
 
 def _rank(record: ArchiveRecord) -> tuple[int, str]:
