@@ -43,7 +43,7 @@ def recorded_outcomes(
             table: {
                 "Keys": keys,
                 "ConsistentRead": True,
-                "ProjectionExpression": "#s, delivery_id, outcome",
+                "ProjectionExpression": "pk, #s, delivery_id, outcome",
                 "ExpressionAttributeNames": {"#s": "source"},
             }
         }
