@@ -65,3 +65,22 @@ def test_where_is_part_of_what_a_resumed_job_must_repeat() -> None:
     narrowed = ArchiveReplayRequest.parse(base | {"where": ["amount >= 1000"]})
     assert plain.fingerprint() != narrowed.fingerprint()
     assert len(narrowed.archive_filter().where) == 1
+
+
+def test_a_record_is_found_by_its_key_even_without_identity_attributes(aws: None) -> None:
+    """``recorded_outcomes`` reads the key too: a record holding only its key and outcome (an
+    item written by another tool) is found, and an id holding ``#`` is split right."""
+    import boto3
+    from webhook_pipeline.adapters.dynamodb_items import delivery_key
+    from webhook_pipeline.replay.archive_envelopes import recorded_outcomes
+
+    from tests.helpers import create_deliveries_table
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    create_deliveries_table(client, "deliveries")
+    client.put_item(
+        TableName="deliveries",
+        Item={**delivery_key("stripe", "evt#1"), "outcome": {"S": "applied"}},
+    )
+    found = recorded_outcomes(client, "deliveries", [("stripe", "evt#1"), ("stripe", "evt_2")])
+    assert found == {("stripe", "evt#1"): "applied", ("stripe", "evt_2"): None}
