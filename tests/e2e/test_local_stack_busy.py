@@ -194,6 +194,10 @@ def test_sigint_stops_chaos_within_seconds_without_a_traceback(tmp_path: Path) -
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own group, as a terminal's foreground job
+        # as a terminal starts it: Ctrl-C not ignored, whatever this test run inherited (a run
+        # started in the background of a non-interactive shell ignores SIGINT, and a process
+        # keeps an ignored SIGINT across exec)
+        preexec_fn=_sigint_default,
     )  # fmt: skip
     output: list[str] = []
     reader = threading.Thread(
@@ -233,6 +237,10 @@ def test_sigint_stops_chaos_within_seconds_without_a_traceback(tmp_path: Path) -
         for pid in survivors():  # none when the test holds; else leave no stack behind
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _running(pid: int) -> bool:

@@ -200,7 +200,11 @@ class Run:
                     time.sleep(wait)
                 hold = not bursting[i]
                 if hold:
-                    paced.acquire()
+                    # a timed wait, again and again: Python runs a Ctrl-C's handler in this
+                    # thread only once it wakes, and the kernel may deliver SIGINT to a sender
+                    # thread, which leaves an untimed acquire blocked until a copy is done
+                    while not paced.acquire(timeout=0.2):
+                        pass
                 pool.submit(job, i, hold)
         except KeyboardInterrupt:
             self.interrupted.set()
