@@ -106,8 +106,9 @@ def console(local_stack: LocalStack) -> Iterator[Console]:
     assert "console stopped." in output
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@contextlib.contextmanager
+def headless_chromium() -> Iterator[Any]:
+    """Debian's Chromium driven headless by Selenium, its console log kept; quit on exit."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -124,6 +125,12 @@ def browser() -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with headless_chromium() as driver:
+        yield driver
 
 
 def shot(driver: Any, name: str) -> None:

@@ -23,11 +23,10 @@ from webhook_pipeline_ops.console.backend import Backend, Target
 from webhook_pipeline_ops.console.server import ConsoleServer, bind
 
 from tests.e2e.test_console_browser import (
-    BROWSER_FLAGS,
     CHROMEDRIVER,
     CHROMIUM,
     HAVE_CHROMIUM,
-    SCREENSHOTS,
+    headless_chromium,
     page_errors,
     shot,
     until,
@@ -70,22 +69,8 @@ def console(aws: None) -> Iterator[str]:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = CHROMIUM
-    for flag in BROWSER_FLAGS:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    driver.set_page_load_timeout(60)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    try:
+    with headless_chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def fill(driver: Any, **fields: str) -> None:
