@@ -143,7 +143,9 @@ class IngestService:
             )
         logger.append_keys(delivery_id=events[0].delivery_id if len(events) == 1 else None)
         if provider.batch_path is None:
-            return self._single(source, events[0], self._envelopes(source, request, verified))
+            return self._single(
+                source, events[0], lambda: self._envelopes(source, request, verified)
+            )
         return self._batches.handle(
             source,
             events,
@@ -246,7 +248,10 @@ class IngestService:
     # -- one delivery: 2 Redis commands + 1 SQS call ---------------------------------------------
 
     def _single(
-        self, source: ResolvedSource, event: DeliveryEvent, factory: EnvelopeFactory
+        self,
+        source: ResolvedSource,
+        event: DeliveryEvent,
+        envelopes: Callable[[], EnvelopeFactory],
     ) -> Answer:
         claim = self._new_claim(source, event)
         result = self._gatekeeper.claim(claim)
@@ -257,7 +262,8 @@ class IngestService:
             raise DeliveryInFlightError()
         holds_claim = result is not None
         try:
-            envelope = factory.build(event, claim.token, holds_claim)
+            # built after the claim: a duplicate builds no envelope fields
+            envelope = envelopes().build(event, claim.token, holds_claim)
             message_id = self.queue.send(envelope)
         except Exception as exc:
             count(MetricName.ENQUEUE_FAILED)
